@@ -1,0 +1,47 @@
+# The commands the README names. `make test` is what CI runs; `make serve` starts the embedded service.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The CPU build on machines without a GPU; an unpinned torch would pull several GB of CUDA packages.
+TORCH_SPEC ?= torch==2.13.0
+STAMP := $(VENV)/.installed
+
+.PHONY: setup system-deps serve test lint typecheck imports pytest bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q "$(TORCH_SPEC)"
+	$(BIN)/pip install -q -e ".[service,dev]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# Best effort: the sandbox tests need bubblewrap; skipped (and reported) where it cannot be installed.
+system-deps:
+	@if ! command -v bwrap >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	fi
+
+serve: setup
+	$(BIN)/kernelgrade serve
+
+lint: setup
+	$(BIN)/ruff check src tests bench
+
+typecheck: setup
+	$(BIN)/mypy
+
+imports: setup
+	$(BIN)/lint-imports
+
+pytest: setup system-deps
+	$(BIN)/pytest
+
+test: lint typecheck imports pytest
+
+bench: setup
+	$(BIN)/python bench/compile_cache.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,61 @@
+"""Building an EvalRequest from the command line's arguments and the settings, and running it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from kernelgrade.config import Settings
+from kernelgrade.evaluator import DeviceKind, EvalRequest, EvalResult, ProgressFn, TrialPlan, evaluate
+from kernelgrade.evaluator.sandbox import SandboxUnavailable, make_launcher
+from kernelgrade.problems import ProblemFormatError
+
+
+class GradingError(Exception):
+    """A usage problem: the problem or submission cannot be read, or the device does not exist."""
+
+
+def grade_file(problem_ref: str, submission: Path, *, device: str | None = None, timing: bool = True,
+               sandbox: str | None = None, progress: ProgressFn | None = None,
+               settings: Settings | None = None) -> EvalResult:
+    from kernelgrade.cli.problem_commands import resolve_problem
+
+    settings = settings or Settings.from_env()
+    try:
+        problem = resolve_problem(problem_ref).spec()
+    except (ProblemFormatError, OSError) as exc:
+        raise GradingError(str(exc)) from exc
+    try:
+        source = submission.read_text(errors="surrogateescape")
+    except OSError as exc:
+        raise GradingError(f"cannot read {submission}: {exc.strerror}") from exc
+    kind, index = _device(device, problem.device)
+    _require_device(kind, index)
+    try:
+        launcher = make_launcher(sandbox or settings.sandbox, settings.sandbox_minimum)
+    except SandboxUnavailable as exc:
+        raise GradingError(str(exc)) from exc
+    request = EvalRequest(
+        problem=replace(problem, device=kind), submission=source, cache_dir=settings.cache_dir,
+        work_root=settings.work_root, device_index=index, trials=TrialPlan(secret=settings.seed_secret),
+        compile_jobs=settings.compile_jobs, measure_timing=timing, max_source_bytes=settings.max_source_bytes,
+    )
+    return evaluate(request, launcher, progress)
+
+
+def _device(device: str | None, default: DeviceKind) -> tuple[DeviceKind, int]:
+    if device is None:
+        return default, 0
+    kind, _, index = device.partition(":")
+    try:
+        return DeviceKind(kind), int(index or 0)
+    except ValueError as exc:
+        raise GradingError(f"unknown device {device!r}; use cpu, cuda or cuda:N") from exc
+
+
+def _require_device(kind: DeviceKind, index: int) -> None:
+    import torch
+
+    if kind is DeviceKind.CUDA and index >= torch.cuda.device_count():
+        raise GradingError(f"this problem runs on cuda:{index}, but this machine has"
+                           f" {torch.cuda.device_count()} visible CUDA device(s). Run it on a GPU host.")

@@ -1,0 +1,90 @@
+"""Rendering an EvalResult for people (a table) and for CI (JUnit XML)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from kernelgrade.evaluator import EvalResult, TimingStats, Verdict
+
+
+def verdict_table(result: EvalResult, submission: str) -> str:
+    lines = [f"submission  {submission}", f"problem     {result.problem}  ({result.precision})",
+             f"verdict     {result.verdict.value.upper()}"]
+    if result.failure:
+        lines.append(f"reason      [{result.failure.stage.value}/{result.failure.code}] {result.failure.message}")
+    if result.trials:
+        lines.append("")
+        lines.append("trial  seed    passed  max_abs_err  max_rel_err  err_vs_oracle  ref_err_vs_oracle")
+        for t in result.trials:
+            lines.append(f"{t.index:>5}  {'secret' if t.secret else 'public':<6}  {'yes' if t.passed else 'NO':<6}"
+                         f"  {_num(t.max_abs_error):>11}  {_num(t.max_rel_error):>11}"
+                         f"  {_num(t.rel_error_vs_oracle):>13}  {_num(t.reference_error_vs_oracle):>17}")
+    lines.extend(_timing_lines(result))
+    for finding in result.findings:
+        lines.append(f"finding     [{finding.severity.value}] {finding.code}: {finding.message}")
+    if result.environment:
+        env = result.environment
+        lines.append(f"\nenvironment {env.device_name} | driver {env.driver or '-'} | torch {env.torch}"
+                     f" | CUDA {env.cuda or '-'} | sandbox {env.sandbox}")
+    stages = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in result.stage_seconds)
+    lines.append(f"stages      {stages}{' (compile cache hit)' if result.compile_cache_hit else ''}")
+    if result.failure and result.failure.detail and result.verdict is not Verdict.CORRECT:
+        lines.append("\n" + result.failure.detail.rstrip())
+    return "\n".join(lines)
+
+
+def _timing_lines(result: EvalResult) -> list[str]:
+    if result.reference_timing is None or result.candidate_timing is None:
+        return []
+    lines = ["", "timing      n     median_ms  95% CI of median     mean_ms   std_ms    min_ms"]
+    lines.append(_stats_line("reference", result.reference_timing))
+    lines.append(_stats_line("candidate", result.candidate_timing))
+    if result.speedup is not None:
+        lines.append(f"speedup     {result.speedup:.3f}x (reference median / candidate median)")
+    if result.method:
+        m = result.method
+        lines.append(f"method      {m.clock}, flush {m.flush_bytes // (1024 * 1024)} MiB, warm-up >= {m.warmup_calls}"
+                     f" calls and {m.warmup_ms:g} ms, stop at rse <= {m.target_rse:g} after {m.min_reps} reps or"
+                     f" {m.max_device_ms:g} ms device / {m.max_wall_ms:g} ms wall / {m.max_reps} reps,"
+                     f" {m.input_sets} input sets")
+    return lines
+
+
+def _stats_line(label: str, s: TimingStats) -> str:
+    ci = f"[{s.ci95_low_ms:.4f}, {s.ci95_high_ms:.4f}]"
+    return (f"{label:<10} {s.n:>4}  {s.median_ms:>10.4f}  {ci:<19} {s.mean_ms:>8.4f} {s.std_ms:>8.4f}"
+            f" {s.min_ms:>9.4f}  ({s.stop_reason})")
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def junit_xml(result: EvalResult, submission: str, min_speedup: float | None) -> str:
+    seconds = sum(s for _, s in result.stage_seconds)
+    suite = ET.Element("testsuite", name="kernelgrade", tests="1", time=f"{seconds:.3f}")
+    case = ET.SubElement(suite, "testcase", classname=f"kernelgrade.{result.problem}", name=submission,
+                         time=f"{seconds:.3f}")
+    failing = result.verdict is not Verdict.CORRECT
+    too_slow = (not failing and min_speedup is not None
+                and (result.speedup is None or result.speedup < min_speedup))
+    if result.verdict is Verdict.ERROR:
+        suite.set("errors", "1")
+        ET.SubElement(case, "error", message=_message(result), type="error").text = _detail(result)
+    elif failing or too_slow:
+        suite.set("failures", "1")
+        message = _message(result) if failing else f"speedup {result.speedup} is below {min_speedup}"
+        ET.SubElement(case, "failure", message=message, type=result.verdict.value).text = _detail(result)
+    props = ET.SubElement(case, "properties")
+    for name, value in (("verdict", result.verdict.value), ("speedup", _num(result.speedup))):
+        ET.SubElement(props, "property", name=name, value=value)
+    ET.SubElement(case, "system-out").text = verdict_table(result, submission)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True)
+
+
+def _message(result: EvalResult) -> str:
+    return f"{result.verdict.value}: {result.failure.message if result.failure else ''}"
+
+
+def _detail(result: EvalResult) -> str:
+    return result.failure.detail if result.failure else ""

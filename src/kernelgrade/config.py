@@ -1,0 +1,90 @@
+"""Settings from the environment (KERNELGRADE_*). The only module that reads os.environ.
+
+Nothing here runs at import time: call Settings.from_env() where settings are needed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+PREFIX = "KERNELGRADE_"
+
+
+def _default_data_dir() -> Path:
+    return Path.home() / ".local" / "share" / "kernelgrade"
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Where the SQLite database, the compile cache and job work dirs live.
+    data_dir: Path = field(default_factory=_default_data_dir)
+    # Empty: a SQLite file in data_dir. Otherwise any SQLAlchemy URL (postgresql+psycopg://...).
+    database_url: str = ""
+    host: str = "127.0.0.1"
+    port: int = 8000
+    # Mixed into the seeds of secret correctness trials and timing inputs; keep it private per deployment.
+    seed_secret: str = ""
+    # auto | bwrap | unshare | none
+    sandbox: str = "auto"
+    # The weakest sandbox level the operator accepts: none < unshare < bwrap.
+    sandbox_minimum: str = "none"
+    # local | celery
+    dispatch: str = "local"
+    broker_url: str = "redis://127.0.0.1:6379/0"
+    compile_jobs: int = 4
+    # Concurrent compiles in the embedded worker pool (they overlap the device stage of other jobs).
+    compile_workers: int = 1
+    # A job is tried at most this many times before it is failed with the reason.
+    max_attempts: int = 3
+    # A worker renews its lease on a job every lease_seconds / 3; an expired lease means the worker died.
+    lease_seconds: float = 60.0
+    # Open mode: no API key needed. Defaults to on when bound to loopback.
+    open_mode: str = "auto"
+    admin_key: str = ""
+    rate_limit_per_minute: int = 120
+    quota_per_day: int = 5000
+    max_source_bytes: int = 512 * 1024
+    log_level: str = "info"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(PREFIX + f.name.upper())
+            if raw is not None:
+                values[f.name] = _parse(f.type, raw)
+        return replace(cls(**values), **overrides)
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.data_dir / "cache"
+
+    @property
+    def work_root(self) -> Path:
+        return self.data_dir / "work"
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'kernelgrade.db'}"
+
+    @property
+    def is_open(self) -> bool:
+        if self.open_mode in ("auto", ""):
+            return self.host in ("127.0.0.1", "localhost", "::1")
+        return self.open_mode.lower() in ("1", "true", "yes", "on")
+
+
+def _parse(kind: Any, raw: str) -> Any:
+    name = kind if isinstance(kind, str) else getattr(kind, "__name__", "")
+    if name == "Path":
+        return Path(raw).expanduser()
+    if name == "int":
+        return int(raw)
+    if name == "float":
+        return float(raw)
+    return raw

@@ -1,0 +1,21 @@
+"""The grading engine: request in, result out. Imports only the standard library and torch.
+
+    from kernelgrade.evaluator import evaluate, EvalRequest, ProblemSpec
+    result = evaluate(EvalRequest(problem=..., submission=source, cache_dir=..., work_root=...))
+"""
+
+from kernelgrade.evaluator.engine import Progress, ProgressFn, evaluate
+from kernelgrade.evaluator.launcher import ChildSpec, Launcher, SubprocessLauncher
+from kernelgrade.evaluator.request import (
+    DeviceKind, EvalRequest, Limits, PrecisionKind, PrecisionPolicy, ProblemSpec, TimingParams, TrialPlan,
+)
+from kernelgrade.evaluator.result import (
+    Environment, EvalResult, Failure, Finding, Severity, Stage, TimingMethod, TimingStats, TrialResult, Verdict,
+)
+
+__all__ = [
+    "ChildSpec", "DeviceKind", "Environment", "EvalRequest", "EvalResult", "Failure", "Finding", "Launcher",
+    "Limits", "PrecisionKind", "PrecisionPolicy", "ProblemSpec", "Progress", "ProgressFn", "Severity", "Stage",
+    "SubprocessLauncher", "TimingMethod", "TimingParams", "TimingStats", "TrialPlan", "TrialResult", "Verdict",
+    "evaluate",
+]

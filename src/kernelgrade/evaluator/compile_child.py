@@ -1,0 +1,71 @@
+"""The compile child: runs the submission's import (and constructor) so its load_inline builds happen
+here, with no GPU, into the cache entry named by TORCH_EXTENSIONS_DIR. Reports which builds failed.
+
+Run as `python -m kernelgrade.evaluator.compile_child`; one command in, one reply out.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.utils.cpp_extension as cpp_extension
+
+from kernelgrade.evaluator import tensorfile
+from kernelgrade.evaluator.channel import ChildChannel
+from kernelgrade.evaluator.submission_module import import_submission
+
+
+class BuildRecorder:
+    """Wraps load/load_inline to record every build and its error, even when the submission catches it."""
+
+    def __init__(self) -> None:
+        self.builds: list[dict[str, Any]] = []
+
+    def wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def recording(*args: Any, **kwargs: Any) -> Any:
+            name = str(kwargs.get("name", args[0] if args else "?"))
+            try:
+                result = original(*args, **kwargs)
+            except BaseException as exc:
+                self.builds.append({"name": name, "ok": False, "error": f"{type(exc).__name__}: {exc}"})
+                raise
+            self.builds.append({"name": name, "ok": True, "error": ""})
+            return result
+
+        return recording
+
+    def install(self) -> None:
+        cpp_extension.load_inline = self.wrap(cpp_extension.load_inline)
+        cpp_extension.load = self.wrap(cpp_extension.load)
+
+
+def build(command: dict[str, Any]) -> dict[str, Any]:
+    recorder = BuildRecorder()
+    recorder.install()
+    problem_error = ""
+    try:
+        module = import_submission(Path(command["submission"]))
+        init_inputs = tensorfile.load(Path(command["init_inputs"]))
+        torch.manual_seed(int(command["seed"]))
+        # Constructing ModelNew triggers builds done in __init__; other failures here (no GPU in this
+        # child, say) are left for the run child to report.
+        module.ModelNew(*init_inputs)
+    except BaseException:
+        problem_error = traceback.format_exc(limit=8)
+    failed = [b for b in recorder.builds if not b["ok"]]
+    return {"ok": not failed, "builds": recorder.builds, "import_error": problem_error}
+
+
+def main() -> None:
+    channel = ChildChannel.from_stdio()
+    command = channel.receive()
+    if command is not None:
+        channel.send(build(command))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,328 @@
+"""evaluate(): one submission in, one EvalResult out. Stages: validate, compile, load, correctness, timing.
+
+The judge (this process) owns seeds, reference outputs and reference timings; the children own
+everything the submission touches. A failing kernel becomes a verdict; only the grader's own faults
+become `error`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelgrade.evaluator import environment, precision_flags, tensorfile, timing
+from kernelgrade.evaluator.compare import check_structure, compare_values
+from kernelgrade.evaluator.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
+from kernelgrade.evaluator.crosscheck import integrity_findings, speedup_findings, timing_findings
+from kernelgrade.evaluator.launcher import Launcher, SubprocessLauncher
+from kernelgrade.evaluator.reference import Reference, derive_seed, to_device
+from kernelgrade.evaluator.request import EvalRequest, TimingParams
+from kernelgrade.evaluator.result import (
+    EvalResult, Failure, Finding, Severity, Stage, TimingMethod, TimingStats, TrialResult, Verdict,
+)
+from kernelgrade.evaluator.session import CallReply, RunSession, StageFailed
+
+
+@dataclass(frozen=True)
+class Progress:
+    stage: Stage
+    message: str
+    done: int = 0
+    total: int = 0
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+class _Verdicted(Exception):
+    """Ends the evaluation early with a failure; the verdict follows from its stage and code."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+def evaluate(request: EvalRequest, launcher: Launcher | None = None,
+             progress: ProgressFn | None = None) -> EvalResult:
+    """Grade one submission. Never raises for anything the submission does."""
+    run = _Evaluation(request, launcher or SubprocessLauncher(), progress or (lambda _p: None))
+    try:
+        return run.execute()
+    except Exception:
+        failure = Failure(Stage(run.stage), "grader_error",
+                          "the grader itself failed; this is not the submission's fault. It will be retried.",
+                          detail=traceback.format_exc(limit=20))
+        return run.result(Verdict.ERROR, failure)
+    finally:
+        run.cleanup()
+
+
+class _Evaluation:
+    def __init__(self, request: EvalRequest, launcher: Launcher, progress: ProgressFn) -> None:
+        self.request = request
+        self.launcher = launcher
+        self.progress = progress
+        self.stage = Stage.VALIDATE
+        self.device = torch.device(request.problem.device.value, request.device_index
+                                   if request.problem.device.value == "cuda" else None)
+        self.stage_seconds: list[tuple[str, float]] = []
+        self.trials: list[TrialResult] = []
+        self.findings: list[Finding] = []
+        self.reference_timing: TimingStats | None = None
+        self.candidate_timing: TimingStats | None = None
+        self.method: TimingMethod | None = None
+        self.compiled: CompileOutcome | None = None
+        self.child_output = ""
+        request.work_root.mkdir(parents=True, exist_ok=True)
+        self.work_dir = Path(tempfile.mkdtemp(prefix="job-", dir=request.work_root))
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    @contextmanager
+    def _stage(self, stage: Stage, message: str) -> Iterator[None]:
+        self.stage = stage
+        self.progress(Progress(stage, message))
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.stage_seconds.append((stage.value, round(time.monotonic() - started, 4)))
+
+    def execute(self) -> EvalResult:
+        from kernelgrade.evaluator.validate import validate_submission
+
+        precision_flags.set_strict()
+        request = self.request
+        with self._stage(Stage.VALIDATE, "checking the source"):
+            rejected = validate_submission(request.submission, request.problem.source, request.max_source_bytes)
+        if rejected:
+            return self.result(Verdict.REJECTED, rejected)
+        try:
+            self._run_stages()
+        except _Verdicted as ended:
+            return self.result(_verdict_for(ended.failure), ended.failure)
+        flags = [f for f in self.findings if f.severity is Severity.FLAG]
+        if flags:
+            return self.result(Verdict.FLAGGED, Failure(Stage(self.stage), flags[0].code, flags[0].message))
+        return self.result(Verdict.CORRECT, None)
+
+    def _run_stages(self) -> None:
+        reference = Reference(self.request.problem, self.device, self.request.trials.seed)
+        submission = self.work_dir / "submission.py"
+        submission.write_text(self.request.submission)
+        init_inputs = self.work_dir / "init_inputs.kgt"
+        tensorfile.save(init_inputs, reference.init_inputs)
+        target = self._build_target()
+        with self._stage(Stage.COMPILE, "compiling"):
+            self.compiled = compile_submission(self.request.submission, submission, init_inputs,
+                                               self.request.trials.seed, target, self.request.cache_dir,
+                                               self.work_dir, self.launcher)
+        if self.compiled.failure:
+            raise _Verdicted(self.compiled.failure)
+        session = RunSession(self.launcher, self.work_dir, self.compiled.extensions_dir,
+                             self.device.index if self.device.type == "cuda" else None, arch_env(target))
+        try:
+            self._with_session(session, reference, submission, init_inputs)
+        except StageFailed as failed:
+            raise _Verdicted(failed.failure) from None
+        finally:
+            session.close()
+            self.child_output = session.output()
+            self._check_device_health()
+
+    def _build_target(self) -> BuildTarget:
+        arch = environment.cuda_arch(self.device) if self.device.type == "cuda" else ""
+        return BuildTarget(self.device.type, arch, self.request.compile_jobs, self.request.limits.compile_s)
+
+    def _with_session(self, session: RunSession, reference: Reference, submission: Path, init: Path) -> None:
+        limits = self.request.limits
+        with self._stage(Stage.LOAD, "loading ModelNew"):
+            child_device = "cuda:0" if self.device.type == "cuda" else "cpu"
+            session.load(submission, init, self.request.trials.seed, child_device, limits.load_s)
+        with self._stage(Stage.CORRECTNESS, "checking correctness"):
+            self._correctness(session, reference)
+        if self.request.measure_timing:
+            with self._stage(Stage.TIMING, "timing"):
+                self._timing(session, reference)
+
+    def _trial_seeds(self) -> list[tuple[int, bool, int]]:
+        plan = self.request.trials
+        public = [(i, False, derive_seed(plan.seed, "trial", i, "")) for i in range(plan.public_trials)]
+        secret = [(plan.public_trials + j, True, derive_seed(plan.seed, "secret", j, plan.secret))
+                  for j in range(plan.secret_trials)]
+        return public + secret
+
+    def _correctness(self, session: RunSession, reference: Reference) -> None:
+        seeds = self._trial_seeds()
+        for done, (index, secret, seed) in enumerate(seeds):
+            self.progress(Progress(Stage.CORRECTNESS, "correctness", done, len(seeds)))
+            inputs = reference.make_inputs(seed)
+            refs, oracles = reference.outputs(inputs)
+            inputs_path, outputs_path = self.work_dir / "trial_inputs.kgt", self.work_dir / "trial_outputs.kgt"
+            tensorfile.save(inputs_path, inputs)
+            reply = session.call(inputs_path, outputs_path, [r.numel() * r.element_size() for r in refs],
+                                 self.request.limits.call_s)
+            self._judge_call(index, secret, reply, tensorfile.load(outputs_path), refs, oracles)
+        self.progress(Progress(Stage.CORRECTNESS, "correctness", len(seeds), len(seeds)))
+
+    def _judge_call(self, index: int, secret: bool, reply: CallReply, outs: list[Any],
+                    refs: list[torch.Tensor], oracles: list[torch.Tensor] | None) -> None:
+        self.findings.extend(f for f in integrity_findings(reply.integrity) if f not in self.findings)
+        if reply.changed_after_return:
+            self._add_finding(Finding("output_changed_after_return", Severity.FLAG,
+                "the output kept changing after forward() returned: it was still being written by work the"
+                " harness did not wait for (another stream, a thread, or a batched future call)."))
+        structure = check_structure(reply.outputs, refs, self.device.type)
+        if structure is None and reply.mutated_inputs:
+            which = ", ".join(str(i) for i in reply.mutated_inputs)
+            structure = _comparison_failure("input_mutated", f"forward() modified input(s) {which} in place;"
+                                            " the reference does not. Work on copies or new tensors.")
+        comparison = structure or compare_values(outs, refs, oracles, self.request.problem.precision)
+        self.trials.append(TrialResult(index, secret, comparison.passed, comparison.message,
+                                       comparison.max_abs_error, comparison.max_rel_error,
+                                       comparison.rel_error_vs_reference, comparison.rel_error_vs_oracle,
+                                       comparison.reference_error_vs_oracle))
+        if not comparison.passed:
+            kind = "secret" if secret else "public"
+            raise _Verdicted(Failure(Stage.CORRECTNESS, comparison.code,
+                                     f"trial {index} ({kind} seed): {comparison.message}"))
+
+    def _add_finding(self, finding: Finding) -> None:
+        if all(f.code != finding.code for f in self.findings):
+            self.findings.append(finding)
+
+    def _timing(self, session: RunSession, reference: Reference) -> None:
+        params, plan, limits = self.request.timing, self.request.trials, self.request.limits
+        sets = [reference.make_inputs(derive_seed(plan.seed, "timing", k, plan.secret))
+                for k in range(params.input_sets)]
+        paths = [self.work_dir / f"timing_{k}.kgt" for k in range(len(sets))]
+        for path, values in zip(paths, sets, strict=True):
+            tensorfile.save(path, values)
+        flush_bytes = params.flush_bytes or timing.default_flush_bytes(self.device)
+        self.method = _method(params, flush_bytes, self.device)
+        device_sets = [to_device(s, self.device) for s in sets]
+        self.progress(Progress(Stage.TIMING, "timing the reference", 0, 3))
+        before = _time_reference(reference, device_sets, params, flush_bytes)
+        self.progress(Progress(Stage.TIMING, "timing the candidate", 1, 3))
+        session.warmup(paths, params, limits.timing_s)
+        timed_outputs = self.work_dir / "timed_outputs.kgt"
+        candidate = session.time(params, flush_bytes, timed_outputs, limits.timing_s)
+        self.progress(Progress(Stage.TIMING, "timing the reference again", 2, 3))
+        after = _time_reference(reference, device_sets, params, flush_bytes)
+        del device_sets
+        ref_samples = before.raw.device_ms + after.raw.device_ms
+        self.reference_timing = timing.summarize(ref_samples, f"{before.raw.stop_reason}+{after.raw.stop_reason}")
+        self.candidate_timing = timing.summarize(candidate.device_ms, candidate.stop_reason)
+        for finding in timing_findings(candidate, min(before.wall_gap_ms, after.wall_gap_ms),
+                                       min(before.outer_gap_ms, after.outer_gap_ms)):
+            self._add_finding(finding)
+        if plan.recheck_timed_outputs:
+            self._recheck(reference, sets, timed_outputs)
+        for finding in speedup_findings(self.speedup()):
+            self._add_finding(finding)
+        self.progress(Progress(Stage.TIMING, "timing", 3, 3))
+
+    def _recheck(self, reference: Reference, sets: list[list[Any]], timed_outputs: Path) -> None:
+        """Compare the last timed output of every input set against the reference (THREATS.md 5-7)."""
+        kept = tensorfile.load(timed_outputs)
+        for k, (inputs, outs) in enumerate(zip(sets, kept, strict=True)):
+            refs, oracles = reference.outputs(inputs)
+            if any(o is None for o in outs) or len(outs) != len(refs) or any(
+                    tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype for o, r in zip(outs, refs, strict=True)):
+                raise _Verdicted(Failure(Stage.TIMING, "timed_output_wrong",
+                                         f"timing set {k}: the output of a timed call has the wrong structure"))
+            comparison = compare_values(outs, refs, oracles, self.request.problem.precision)
+            if not comparison.passed:
+                raise _Verdicted(Failure(Stage.TIMING, "timed_output_wrong",
+                                         f"timing set {k}: a timed call's output is wrong although the checked"
+                                         f" calls were right: {comparison.message}"))
+
+    def speedup(self) -> float | None:
+        if self.reference_timing is None or self.candidate_timing is None or self.candidate_timing.median_ms <= 0:
+            return None
+        return self.reference_timing.median_ms / self.candidate_timing.median_ms
+
+    def _check_device_health(self) -> None:
+        """After a child ends (perhaps with a sticky CUDA error of its own), the judge's device must work."""
+        if self.device.type == "cuda":
+            probe = torch.ones(16, device=self.device) * 2
+            torch.cuda.synchronize(self.device)
+            if float(probe.sum()) != 32.0:
+                raise RuntimeError("the GPU gave a wrong answer to a health probe after the child ended")
+
+    def result(self, verdict: Verdict, failure: Failure | None) -> EvalResult:
+        problem = self.request.problem
+        compiled = self.compiled
+        return EvalResult(
+            verdict=verdict, problem=problem.name, problem_hash=problem.content_hash,
+            precision=problem.precision.describe(), failure=failure, trials=tuple(self.trials),
+            reference_timing=self.reference_timing, candidate_timing=self.candidate_timing,
+            speedup=self.speedup() if verdict in (Verdict.CORRECT, Verdict.FLAGGED) else None,
+            method=self.method, findings=tuple(self.findings),
+            environment=environment.describe(self.device, self.launcher.level),
+            stage_seconds=tuple(self.stage_seconds),
+            compile_cache_hit=bool(compiled and compiled.cache_hit),
+            compile_log=compiled.log[-8000:] if compiled else "",
+            child_output=self.child_output[-8000:],
+        )
+
+
+@dataclass(frozen=True)
+class _ReferenceRun:
+    raw: timing.RawSamples
+    wall_gap_ms: float
+    outer_gap_ms: float
+
+
+def _time_reference(reference: Reference, device_sets: list[list[Any]], params: TimingParams,
+                    flush_bytes: int) -> _ReferenceRun:
+    """The reference timed in the judge's clean process, with exactly the child's loop and clock."""
+    with torch.no_grad():
+        timing.warm_up(reference.model, device_sets, reference.device, params)
+        started = time.perf_counter()
+        flusher = timing.Flusher(reference.device, flush_bytes)
+        raw = timing.measure(reference.model, device_sets, reference.device, params, flusher)
+        outer_ms = (time.perf_counter() - started) * 1000.0
+    gap = statistics.median(w - d for w, d in zip(raw.wall_ms, raw.device_ms, strict=True))
+    return _ReferenceRun(raw, gap, outer_ms - sum(raw.wall_ms))
+
+
+def _method(params: TimingParams, flush_bytes: int, device: torch.device) -> TimingMethod:
+    return TimingMethod(
+        clock="cuda_event+device_sync" if device.type == "cuda" else "perf_counter_ns",
+        flush_bytes=flush_bytes, warmup_calls=params.warmup_calls, warmup_ms=params.warmup_ms,
+        min_reps=params.min_reps, max_reps=params.max_reps, target_rse=params.target_rse,
+        max_device_ms=params.max_device_ms, max_wall_ms=params.max_wall_ms, input_sets=params.input_sets,
+    )
+
+
+def _comparison_failure(code: str, message: str) -> Any:
+    from kernelgrade.evaluator.compare import Comparison
+
+    return Comparison(False, code, message)
+
+
+_VERDICT_BY_CODE = {
+    "build_failed": Verdict.COMPILE_ERROR,
+    "timeout": Verdict.TIMEOUT,
+    "compile_crashed": Verdict.RUNTIME_ERROR,
+    "crashed": Verdict.RUNTIME_ERROR,
+    "exception": Verdict.RUNTIME_ERROR,
+}
+
+
+def _verdict_for(failure: Failure) -> Verdict:
+    if failure.stage is Stage.VALIDATE:
+        return Verdict.REJECTED
+    return _VERDICT_BY_CODE.get(failure.code, Verdict.INCORRECT)

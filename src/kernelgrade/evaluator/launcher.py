@@ -1,0 +1,77 @@
+"""The seam through which the judge starts its children (the way httpx takes a transport).
+
+A launcher turns a ChildSpec into a running process whose stdin carries the judge's commands and whose
+stdout carries the child's replies. The plain subprocess launcher isolates nothing beyond a process
+group of its own; sandboxing launchers wrap the same spec in namespaces and limits.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class ChildSpec:
+    """Everything a launcher needs to start one child."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    work_dir: Path
+    # Paths the child must be able to write besides its work dir (the compile cache entry).
+    writable: tuple[Path, ...] = ()
+    # Paths the child must be able to read (the kernelgrade package itself).
+    readable: tuple[Path, ...] = ()
+    # The judge's CUDA device index the child may use, or None for no GPU at all.
+    gpu_index: int | None = None
+    purpose: str = "run"
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+class Launcher(Protocol):
+    """Starts children; `level` names the isolation it gives, recorded with every result."""
+
+    @property
+    def level(self) -> str: ...
+
+    def popen(self, spec: ChildSpec) -> subprocess.Popen[bytes]: ...
+
+
+def visible_device(gpu_index: int | None, parent_env: Mapping[str, str]) -> str:
+    """The CUDA_VISIBLE_DEVICES value that exposes exactly the judge's device `gpu_index` (or none)."""
+    if gpu_index is None:
+        return ""
+    parent = parent_env.get("CUDA_VISIBLE_DEVICES")
+    if parent:
+        ids = [p.strip() for p in parent.split(",") if p.strip()]
+        if gpu_index < len(ids):
+            return ids[gpu_index]
+    return str(gpu_index)
+
+
+def child_environment(spec: ChildSpec, parent_env: Mapping[str, str]) -> dict[str, str]:
+    env = dict(spec.env)
+    env["CUDA_VISIBLE_DEVICES"] = visible_device(spec.gpu_index, parent_env)
+    return env
+
+
+class SubprocessLauncher:
+    """No isolation beyond a fresh process group: for trusted local use and for tests of the judge."""
+
+    level = "none"
+
+    def popen(self, spec: ChildSpec) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            list(spec.argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=spec.work_dir,
+            env=child_environment(spec, os.environ),
+            start_new_session=True,
+            close_fds=True,
+        )

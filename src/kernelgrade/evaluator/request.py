@@ -1,0 +1,115 @@
+"""What the judge is asked to grade: the problem, the submission and the protocol to follow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+
+class DeviceKind(StrEnum):
+    CPU = "cpu"
+    CUDA = "cuda"
+
+
+class PrecisionKind(StrEnum):
+    """How outputs are compared (TIMING.md, "Precision policy")."""
+
+    FP32 = "fp32"  # error against the float64 oracle within a small multiple of PyTorch's own fp32 error
+    TF32 = "tf32"  # about 1e-3 relative allowed against the oracle
+    TOLERANCE = "tolerance"  # explicit atol/rtol, as in KernelBench
+
+
+@dataclass(frozen=True)
+class PrecisionPolicy:
+    kind: PrecisionKind = PrecisionKind.FP32
+    atol: float = 1e-4
+    rtol: float = 1e-4
+    # fp32: the candidate's relative Frobenius error against the oracle may be at most
+    # max(oracle_ratio * reference's own error, oracle_floor).
+    oracle_ratio: float = 16.0
+    oracle_floor: float = 1e-5
+    # tf32: the relative Frobenius error against the oracle may be at most this.
+    tf32_limit: float = 1e-3
+
+    def describe(self) -> str:
+        if self.kind is PrecisionKind.FP32:
+            return (
+                f"fp32: oracle error <= max({self.oracle_ratio:g} x reference error, {self.oracle_floor:g}),"
+                f" elementwise atol={self.atol:g} rtol={self.rtol:g}"
+            )
+        if self.kind is PrecisionKind.TF32:
+            return f"tf32: oracle error <= {self.tf32_limit:g}, elementwise atol={self.atol:g} rtol={self.rtol:g}"
+        return f"tolerance: atol={self.atol:g} rtol={self.rtol:g}"
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    """A reference problem in the KernelBench format plus the metadata the judge needs."""
+
+    name: str
+    source: str
+    device: DeviceKind = DeviceKind.CUDA
+    precision: PrecisionPolicy = field(default_factory=PrecisionPolicy)
+    flops: float | None = None
+    bytes_moved: float | None = None
+    content_hash: str = ""
+
+
+@dataclass(frozen=True)
+class TimingParams:
+    """The timing protocol of TIMING.md; every number is recorded beside the result."""
+
+    warmup_calls: int = 3
+    warmup_ms: float = 25.0
+    min_reps: int = 10
+    max_reps: int = 1000
+    target_rse: float = 0.005
+    max_device_ms: float = 2000.0
+    max_wall_ms: float = 30000.0
+    input_sets: int = 3
+    # 0 means "choose": max(2 x L2, 256 MiB) on a GPU, max(2 x LLC, 64 MiB) on the CPU.
+    flush_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    """How many correctness trials to run and where their seeds come from."""
+
+    public_trials: int = 5
+    secret_trials: int = 2
+    seed: int = 42
+    # Per-deployment secret mixed into the seeds of the secret trials and the timing inputs.
+    secret: str = ""
+    recheck_timed_outputs: bool = True
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Wall-clock deadlines for each child stage, in seconds."""
+
+    # A typical load_inline CUDA build takes about 50 s on a 16-core GPU host; five times that lets slow but
+    # honest builds through while cutting off runaway template instantiation.
+    compile_s: float = 300.0
+    # Importing torch and the prebuilt extension takes seconds; a minute covers a cold disk cache.
+    load_s: float = 60.0
+    # Problems are sized for milliseconds per call; a minute lets a kernel 1000x slower than the reference
+    # still get a verdict while a hung one releases the device soon.
+    call_s: float = 60.0
+    # The timing loop caps itself at 30 s of wall time; the rest is warm-up and slack for a slow kernel.
+    timing_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    problem: ProblemSpec
+    submission: str
+    cache_dir: Path
+    work_root: Path
+    device_index: int = 0
+    trials: TrialPlan = field(default_factory=TrialPlan)
+    timing: TimingParams = field(default_factory=TimingParams)
+    limits: Limits = field(default_factory=Limits)
+    max_source_bytes: int = 512 * 1024
+    compile_jobs: int = 4
+    measure_timing: bool = True

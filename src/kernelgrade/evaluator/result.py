@@ -1,0 +1,197 @@
+"""What the judge reports: a verdict with the evidence behind it and how every number was measured."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Verdict(StrEnum):
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    REJECTED = "rejected"
+    FLAGGED = "flagged"
+    ERROR = "error"
+
+
+class Stage(StrEnum):
+    VALIDATE = "validate"
+    COMPILE = "compile"
+    LOAD = "load"
+    CORRECTNESS = "correctness"
+    TIMING = "timing"
+
+
+class Severity(StrEnum):
+    FLAG = "flag"  # an integrity check failed: the result is flagged and kept off leaderboards
+    REVIEW = "review"  # plausible but unusual (e.g. > 10x speedup): a person should look
+    INFO = "info"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a submission did not get `correct`: where, a stable code, and words a person can act on."""
+
+    stage: Stage
+    code: str
+    message: str
+    detail: str = ""
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    severity: Severity
+    message: str
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    index: int
+    secret: bool
+    passed: bool
+    message: str = ""
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    rel_error_vs_reference: float | None = None
+    rel_error_vs_oracle: float | None = None
+    reference_error_vs_oracle: float | None = None
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    n: int
+    median_ms: float
+    mean_ms: float
+    std_ms: float
+    min_ms: float
+    max_ms: float
+    ci95_low_ms: float
+    ci95_high_ms: float
+    stop_reason: str
+    samples_ms: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class TimingMethod:
+    """How the timings were taken, recorded beside every number."""
+
+    clock: str
+    flush_bytes: int
+    warmup_calls: int
+    warmup_ms: float
+    min_reps: int
+    max_reps: int
+    target_rse: float
+    max_device_ms: float
+    max_wall_ms: float
+    input_sets: int
+    reference_placement: str = "before and after the candidate, same device, same process layout"
+
+
+@dataclass(frozen=True)
+class Environment:
+    device_kind: str
+    device_name: str
+    driver: str
+    torch: str
+    cuda: str
+    python: str
+    host: str
+    arch: str
+    sandbox: str
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    verdict: Verdict
+    problem: str
+    problem_hash: str
+    precision: str
+    failure: Failure | None = None
+    trials: tuple[TrialResult, ...] = ()
+    reference_timing: TimingStats | None = None
+    candidate_timing: TimingStats | None = None
+    speedup: float | None = None
+    method: TimingMethod | None = None
+    findings: tuple[Finding, ...] = ()
+    environment: Environment | None = None
+    stage_seconds: tuple[tuple[str, float], ...] = ()
+    compile_cache_hit: bool = False
+    compile_log: str = ""
+    child_output: str = ""
+    extra: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict is Verdict.CORRECT
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """A plain JSON-ready form, for the CLI's --json and for storage."""
+        return _jsonable(dataclasses.asdict(self))
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_json_dict(), indent=indent)
+
+    @classmethod
+    def from_json_dict(cls, data: dict[str, Any]) -> EvalResult:
+        return _build(cls, data)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, StrEnum):
+        return value.value
+    if isinstance(value, float) and value != value:  # NaN is not JSON
+        return None
+    return value
+
+
+_NESTED: dict[str, type] = {
+    "failure": Failure,
+    "reference_timing": TimingStats,
+    "candidate_timing": TimingStats,
+    "method": TimingMethod,
+    "environment": Environment,
+}
+
+
+def _build(cls: type[Any], data: dict[str, Any]) -> Any:
+    """Rebuild a result from its JSON form (the inverse of to_json_dict)."""
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        raw = data[f.name]
+        kwargs[f.name] = _field_value(cls, f.name, raw)
+    return cls(**kwargs)
+
+
+def _field_value(cls: type[Any], name: str, raw: Any) -> Any:
+    if raw is None:
+        return None
+    if name in _NESTED:
+        return _build(_NESTED[name], raw)
+    if name == "trials":
+        return tuple(_build(TrialResult, t) for t in raw)
+    if name == "findings":
+        return tuple(Finding(t["code"], Severity(t["severity"]), t["message"]) for t in raw)
+    if name in {"stage_seconds", "extra"}:
+        return tuple((str(k), v) for k, v in raw)
+    if name == "samples_ms":
+        return tuple(raw)
+    if name == "verdict":
+        return Verdict(raw)
+    if name == "stage" and cls is Failure:
+        return Stage(raw)
+    return raw
