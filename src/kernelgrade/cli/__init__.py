@@ -26,8 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_service_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The server-side commands need the `service` extra; without it they are simply absent."""
+    import importlib
+
     try:
-        from kernelgrade.cli import service_commands
+        service_commands = importlib.import_module("kernelgrade.cli.service_commands")
     except ImportError:
         return
     service_commands.register(commands)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kernelgrade.problems import Problem, ProblemFormatError, builtin_problems, find_builtin, load_problem_file
+from kernelgrade.problems import (
+    Problem,
+    ProblemFormatError,
+    builtin_problems,
+    find_builtin,
+    load_problem_file,
+)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -4,18 +4,36 @@
     result = evaluate(EvalRequest(problem=..., submission=source, cache_dir=..., work_root=...))
 """
 
-from kernelgrade.evaluator.engine import Progress, ProgressFn, evaluate
+from kernelgrade.evaluator.compile import CompileOutcome
+from kernelgrade.evaluator.engine import Progress, ProgressFn, evaluate, precompile
 from kernelgrade.evaluator.launcher import ChildSpec, Launcher, SubprocessLauncher
 from kernelgrade.evaluator.request import (
-    DeviceKind, EvalRequest, Limits, PrecisionKind, PrecisionPolicy, ProblemSpec, TimingParams, TrialPlan,
+    DeviceKind,
+    EvalRequest,
+    Limits,
+    PrecisionKind,
+    PrecisionPolicy,
+    ProblemSpec,
+    TimingParams,
+    TrialPlan,
 )
 from kernelgrade.evaluator.result import (
-    Environment, EvalResult, Failure, Finding, Severity, Stage, TimingMethod, TimingStats, TrialResult, Verdict,
+    Environment,
+    EvalResult,
+    Failure,
+    Finding,
+    Severity,
+    Stage,
+    TimingMethod,
+    TimingStats,
+    TrialResult,
+    Verdict,
 )
 
 __all__ = [
-    "ChildSpec", "DeviceKind", "Environment", "EvalRequest", "EvalResult", "Failure", "Finding", "Launcher",
+    "ChildSpec", "CompileOutcome", "DeviceKind", "Environment", "EvalRequest", "EvalResult", "Failure", "Finding",
+    "Launcher",
     "Limits", "PrecisionKind", "PrecisionPolicy", "ProblemSpec", "Progress", "ProgressFn", "Severity", "Stage",
     "SubprocessLauncher", "TimingMethod", "TimingParams", "TimingStats", "TrialPlan", "TrialResult", "Verdict",
-    "evaluate",
+    "evaluate", "precompile",
 ]

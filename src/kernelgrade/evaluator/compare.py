@@ -37,8 +37,9 @@ class Comparison:
 
 
 def flatten_outputs(value: Any) -> list[Any]:
-    """forward() may return one tensor or a tuple/list of them; compare them position by position."""
-    if isinstance(value, tuple | list):
+    """forward() may return one tensor or a tuple/list of them; compare them position by position.
+    Anything else (a nested list of numbers, say) is one output, and fails the plain-tensor check."""
+    if isinstance(value, tuple | list) and all(isinstance(v, torch.Tensor) for v in value):
         return list(value)
     return [value]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.utils.cpp_extension as cpp_extension
+from torch.utils import cpp_extension
 
 from kernelgrade.evaluator import tensorfile
 from kernelgrade.evaluator.channel import ChildChannel

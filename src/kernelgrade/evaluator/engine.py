@@ -28,7 +28,15 @@ from kernelgrade.evaluator.launcher import Launcher, SubprocessLauncher
 from kernelgrade.evaluator.reference import Reference, derive_seed, to_device
 from kernelgrade.evaluator.request import EvalRequest, TimingParams
 from kernelgrade.evaluator.result import (
-    EvalResult, Failure, Finding, Severity, Stage, TimingMethod, TimingStats, TrialResult, Verdict,
+    EvalResult,
+    Failure,
+    Finding,
+    Severity,
+    Stage,
+    TimingMethod,
+    TimingStats,
+    TrialResult,
+    Verdict,
 )
 from kernelgrade.evaluator.session import CallReply, RunSession, StageFailed
 
@@ -52,6 +60,31 @@ class _Verdicted(Exception):
         self.failure = failure
 
 
+def precompile(request: EvalRequest, launcher: Launcher | None = None) -> CompileOutcome:
+    """Run only the compile stage, filling the cache, so that a later evaluate() of the same source skips
+    it. Lets a worker pool compile queued jobs while the device grades others. No GPU is needed."""
+    from kernelgrade.evaluator.submission_module import load_problem_module
+
+    request.work_root.mkdir(parents=True, exist_ok=True)
+    work_dir = Path(tempfile.mkdtemp(prefix="compile-", dir=request.work_root))
+    try:
+        module = load_problem_module(request.problem.source, request.problem.name)
+        submission = work_dir / "submission.py"
+        submission.write_text(request.submission)
+        init_inputs = work_dir / "init_inputs.kgt"
+        tensorfile.save(init_inputs, list(module.get_init_inputs()))
+        return compile_submission(request.submission, submission, init_inputs, request.trials.seed,
+                                  build_target(request), request.cache_dir, work_dir, launcher or SubprocessLauncher())
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def build_target(request: EvalRequest) -> BuildTarget:
+    device = request.problem.device.value
+    arch = environment.cuda_arch(torch.device("cuda", request.device_index)) if device == "cuda" else ""
+    return BuildTarget(device, arch, request.compile_jobs, request.limits.compile_s)
+
+
 def evaluate(request: EvalRequest, launcher: Launcher | None = None,
              progress: ProgressFn | None = None) -> EvalResult:
     """Grade one submission. Never raises for anything the submission does."""
@@ -73,8 +106,8 @@ class _Evaluation:
         self.launcher = launcher
         self.progress = progress
         self.stage = Stage.VALIDATE
-        self.device = torch.device(request.problem.device.value, request.device_index
-                                   if request.problem.device.value == "cuda" else None)
+        cuda = request.problem.device.value == "cuda"
+        self.device = torch.device(f"cuda:{request.device_index}") if cuda else torch.device("cpu")
         self.stage_seconds: list[tuple[str, float]] = []
         self.trials: list[TrialResult] = []
         self.findings: list[Finding] = []
@@ -123,7 +156,7 @@ class _Evaluation:
         submission.write_text(self.request.submission)
         init_inputs = self.work_dir / "init_inputs.kgt"
         tensorfile.save(init_inputs, reference.init_inputs)
-        target = self._build_target()
+        target = build_target(self.request)
         with self._stage(Stage.COMPILE, "compiling"):
             self.compiled = compile_submission(self.request.submission, submission, init_inputs,
                                                self.request.trials.seed, target, self.request.cache_dir,
@@ -140,10 +173,6 @@ class _Evaluation:
             session.close()
             self.child_output = session.output()
             self._check_device_health()
-
-    def _build_target(self) -> BuildTarget:
-        arch = environment.cuda_arch(self.device) if self.device.type == "cuda" else ""
-        return BuildTarget(self.device.type, arch, self.request.compile_jobs, self.request.limits.compile_s)
 
     def _with_session(self, session: RunSession, reference: Reference, submission: Path, init: Path) -> None:
         limits = self.request.limits

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -135,14 +136,16 @@ class EvalResult:
 
     def to_json_dict(self) -> dict[str, Any]:
         """A plain JSON-ready form, for the CLI's --json and for storage."""
-        return _jsonable(dataclasses.asdict(self))
+        data: dict[str, Any] = _jsonable(dataclasses.asdict(self))
+        return data
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_json_dict(), indent=indent)
 
     @classmethod
     def from_json_dict(cls, data: dict[str, Any]) -> EvalResult:
-        return _build(cls, data)
+        result: EvalResult = _build(cls, data)
+        return result
 
 
 def _jsonable(value: Any) -> Any:
@@ -152,7 +155,7 @@ def _jsonable(value: Any) -> Any:
         return [_jsonable(v) for v in value]
     if isinstance(value, StrEnum):
         return value.value
-    if isinstance(value, float) and value != value:  # NaN is not JSON
+    if isinstance(value, float) and math.isnan(value):  # NaN is not JSON
         return None
     return value
 

@@ -111,8 +111,9 @@ class RunSession:
     def time(self, params: TimingParams, flush_bytes: int, outputs: Path, timeout: float) -> TimedReply:
         """Time the candidate on the input sets given to warmup()."""
         started = time.perf_counter()
-        reply = self._request(Stage.TIMING, {"op": "time", "params": dataclasses.asdict(params), "flush_bytes": flush_bytes,
-                                             "outputs": str(outputs)}, timeout)
+        message = {"op": "time", "params": dataclasses.asdict(params), "flush_bytes": flush_bytes,
+                   "outputs": str(outputs)}
+        reply = self._request(Stage.TIMING, message, timeout)
         outer = time.perf_counter() - started
         return TimedReply(tuple(map(float, reply["device_ms"])), tuple(map(float, reply["wall_ms"])),
                           str(reply["stop_reason"]), str(reply["clock"]), Integrity.from_reply(reply), outer)

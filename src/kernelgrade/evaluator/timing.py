@@ -95,8 +95,8 @@ class _Clock:
             out = fn(*args)
             wall = (_perf_counter_ns() - t0) / 1e6
             return wall, wall, out
-        start = _Event(enable_timing=True)
-        end = _Event(enable_timing=True)
+        start = _Event(enable_timing=True)  # type: ignore[no-untyped-call]
+        end = _Event(enable_timing=True)  # type: ignore[no-untyped-call]
         t0 = _perf_counter_ns()
         start.record()
         out = fn(*args)

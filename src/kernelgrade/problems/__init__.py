@@ -1,7 +1,12 @@
 """Problems: the built-in suite and the loader/importer for KernelBench-format problem files."""
 
 from kernelgrade.problems.loader import (
-    Problem, ProblemFormatError, builtin_problems, find_builtin, load_problem_file, load_problem_source,
+    Problem,
+    ProblemFormatError,
+    builtin_problems,
+    find_builtin,
+    load_problem_file,
+    load_problem_source,
 )
 
 __all__ = ["Problem", "ProblemFormatError", "builtin_problems", "find_builtin", "load_problem_file",

@@ -1,0 +1,1 @@
+"""The HTTP API, the worker pool and the web pages."""

@@ -1,0 +1,1 @@
+"""Database models, migrations and the queries the service needs."""

@@ -1,0 +1,48 @@
+"""Shared test fixtures: a compile cache for the whole session and fast-but-real grading parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelgrade.evaluator import EvalRequest, Limits, ProblemSpec, TimingParams, TrialPlan
+
+# Small enough for a 2-core CI machine, large enough that the adaptive loop and the statistics are exercised.
+FAST_TIMING = TimingParams(warmup_calls=3, warmup_ms=5.0, min_reps=10, max_reps=200, max_device_ms=300.0,
+                           max_wall_ms=1500.0, input_sets=2)
+# A hung call must be noticed quickly in tests; building a C++ extension on 2 cores takes about 35 s.
+TEST_LIMITS = Limits(compile_s=240.0, load_s=60.0, call_s=10.0, timing_s=60.0)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (run on the GPU host)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def compile_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("compile-cache")
+
+
+RequestFactory = Callable[..., EvalRequest]
+
+
+@pytest.fixture
+def make_request(compile_cache: Path, tmp_path: Path) -> RequestFactory:
+    def factory(problem: ProblemSpec, submission: str, **overrides: object) -> EvalRequest:
+        fields: dict[str, object] = {
+            "problem": problem, "submission": submission, "cache_dir": compile_cache,
+            "work_root": tmp_path / "work", "timing": FAST_TIMING, "limits": TEST_LIMITS,
+            "trials": TrialPlan(public_trials=3, secret_trials=2, secret="test-secret"), "compile_jobs": 2,
+        }
+        fields.update(overrides)
+        return EvalRequest(**fields)  # type: ignore[arg-type]
+
+    return factory
