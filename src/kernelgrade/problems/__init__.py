@@ -1,5 +1,6 @@
 """Problems: the built-in suite and the loader/importer for KernelBench-format problem files."""
 
+from kernelgrade.problems.importer import ScanError, ScanResult, problem_name, scan_folder
 from kernelgrade.problems.loader import (
     Problem,
     ProblemFormatError,
@@ -9,5 +10,5 @@ from kernelgrade.problems.loader import (
     load_problem_source,
 )
 
-__all__ = ["Problem", "ProblemFormatError", "builtin_problems", "find_builtin", "load_problem_file",
-           "load_problem_source"]
+__all__ = ["Problem", "ProblemFormatError", "ScanError", "ScanResult", "builtin_problems", "find_builtin",
+           "load_problem_file", "load_problem_source", "problem_name", "scan_folder"]

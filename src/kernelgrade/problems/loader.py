@@ -4,6 +4,11 @@ metadata in a top-level literal `KERNELGRADE = {...}`, which KernelBench tooling
 Metadata keys: device ("cuda" | "cpu"), precision ("fp32" | "tf32" | "tolerance"), atol, rtol,
 flops, bytes, suite, level, tags, description. The content hash covers the whole file, so a changed
 file is a new version.
+
+Counting conventions of the built-in suite: `flops` counts the reference computation, 2 per multiply-add
+in matmuls and convolutions and 1 per elementwise arithmetic operation or transcendental function (exp,
+erf, tanh) per element; `bytes` is the least traffic any implementation needs: every input and learned
+parameter read once, every output written once (buffers such as a constant mask are not counted).
 """
 
 from __future__ import annotations
@@ -58,6 +63,13 @@ def load_problem_source(source: str, name: str, suite: str = "imported", level: 
     if missing:
         raise ProblemFormatError(f"{name}: defines no {', '.join(missing)} (KernelBench format needs all three)")
     meta = _metadata(tree, name)
+    try:
+        return _problem(name, source, meta, suite, level, ast.get_docstring(tree) or "")
+    except (ValueError, TypeError) as exc:
+        raise ProblemFormatError(f"{name}: bad {META_NAME} value: {exc}") from exc
+
+
+def _problem(name: str, source: str, meta: dict[str, Any], suite: str, level: int | None, doc: str) -> Problem:
     return Problem(
         name=name,
         source=source,
@@ -67,14 +79,14 @@ def load_problem_source(source: str, name: str, suite: str = "imported", level: 
         precision=_policy(meta),
         flops=_opt_float(meta.get("flops")),
         bytes_moved=_opt_float(meta.get("bytes")),
-        tags=tuple(str(t) for t in meta.get("tags", ())),
-        description=str(meta.get("description", ast.get_docstring(tree) or "")),
+        tags=_tags(meta.get("tags", ())),
+        description=str(meta.get("description", doc)),
         content_hash=content_hash(source),
     )
 
 
 def load_problem_file(path: Path, suite: str | None = None, level: int | None = None) -> Problem:
-    return load_problem_source(path.read_text(), path.stem, suite or "imported", level)
+    return load_problem_source(path.read_text(encoding="utf-8"), path.stem, suite or "imported", level)
 
 
 def builtin_problems() -> list[Problem]:
@@ -127,6 +139,8 @@ _OPERATORS: dict[type, Any] = {
     ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
     ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a**b,
 }
+# Metadata is read from files nobody has run yet: `10**10**10` must not hang the loader.
+_MAX_EXPONENT = 64
 
 
 def _evaluate(node: ast.expr, constants: dict[str, Any]) -> Any:
@@ -135,15 +149,39 @@ def _evaluate(node: ast.expr, constants: dict[str, Any]) -> Any:
     if isinstance(node, ast.Name) and node.id in constants:
         return constants[node.id]
     if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-        return _OPERATORS[type(node.op)](_evaluate(node.left, constants), _evaluate(node.right, constants))
+        return _arithmetic(node, _evaluate(node.left, constants), _evaluate(node.right, constants))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_evaluate(node.operand, constants)
+        return -_number(_evaluate(node.operand, constants), node)
     if isinstance(node, ast.List | ast.Tuple):
         return [_evaluate(e, constants) for e in node.elts]
     if isinstance(node, ast.Dict):
         return {_evaluate(k, constants): _evaluate(v, constants) for k, v in zip(node.keys, node.values, strict=True)
                 if k is not None}
     raise ValueError(f"unsupported expression on line {node.lineno}")
+
+
+def _arithmetic(node: ast.BinOp, left: Any, right: Any) -> Any:
+    left, right = _number(left, node), _number(right, node)
+    if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:
+        raise ValueError(f"exponent {right} too large on line {node.lineno}")
+    try:
+        return _OPERATORS[type(node.op)](left, right)
+    except ArithmeticError as exc:
+        raise ValueError(f"{exc} on line {node.lineno}") from exc
+
+
+def _number(value: Any, node: ast.expr) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"arithmetic on a non-number on line {node.lineno}")
+    return value
+
+
+def _tags(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list | tuple):
+        raise ValueError("tags must be a list of strings")
+    return tuple(str(t) for t in value)
 
 
 def _policy(meta: dict[str, Any]) -> PrecisionPolicy:

@@ -1,0 +1,131 @@
+"""Eager reference timings of the built-in problems, with achieved TFLOP/s and GB/s, for the GPU host.
+
+    PYTHONPATH=src python3 bench/problem_table.py [NAME...] [--suite S] [--device cuda|cpu] [--out FILE]
+
+Each problem's reference runs exactly as the judge times it (kernelgrade.evaluator.timing: warm-up, then
+reps with a cache flush, default TimingParams, strict fp32), so the medians here are the reference side of
+every speedup. TFLOP/s and GB/s come from the problem's declared flops and bytes: a memory-bound problem
+far below the device's bandwidth, or a compute-bound one far below its fp32 peak, is measuring overhead.
+Imports only the standard library, torch, kernelgrade.evaluator and kernelgrade.problems.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import torch
+
+from kernelgrade.evaluator import precision_flags, timing
+from kernelgrade.evaluator.environment import describe
+from kernelgrade.evaluator.reference import Reference, derive_seed, to_device
+from kernelgrade.evaluator.request import TimingParams
+from kernelgrade.problems import Problem, builtin_problems
+
+# The judge's default TrialPlan seed: the same weights and timing inputs a default evaluation uses.
+SEED = 42
+
+
+@dataclass(frozen=True)
+class Row:
+    problem: str
+    suite: str
+    median_ms: float
+    ci95_low_ms: float
+    ci95_high_ms: float
+    reps: int
+    stop_reason: str
+    tflops: float | None
+    gbps: float | None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("error: no CUDA device here; --device cpu times the cpu suite", file=sys.stderr)
+        return 2
+    problems = _selected(args.device, args.suite, args.names)
+    if not problems:
+        print(f"error: no built-in {args.device} problems match", file=sys.stderr)
+        return 2
+    params = TimingParams()
+    if args.max_device_ms is not None:
+        params = replace(params, max_device_ms=args.max_device_ms)
+    precision_flags.set_strict()
+    env = describe(device, "none")
+    print(f"# {env.device_name} | torch {env.torch} | CUDA {env.cuda or '-'} | strict fp32 | {params}")
+    print(_header())
+    rows = []
+    for problem in problems:
+        row = time_problem(problem, device, params)
+        rows.append(row)
+        print(_line(row), flush=True)
+    if args.out:
+        table = {"environment": asdict(env), "timing": asdict(params), "rows": [asdict(r) for r in rows]}
+        args.out.write_text(json.dumps(table, indent=2))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description="Time the built-in problems' references.")
+    parser.add_argument("names", nargs="*", metavar="NAME", help="only these problems")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                        help="time the problems of this device kind on it (cuda:0 or the CPU)")
+    parser.add_argument("--suite", default=None, help="only problems of this suite")
+    parser.add_argument("--out", type=Path, default=None, help="also write the table as JSON here")
+    parser.add_argument("--max-device-ms", type=float, default=None, metavar="MS",
+                        help="device time cap per problem (default: TimingParams'); lower only for a smoke run")
+    return parser
+
+
+def _selected(device: str, suite: str | None, names: Sequence[str]) -> list[Problem]:
+    return [p for p in builtin_problems()
+            if p.device.value == device and suite in (None, p.suite) and (not names or p.name in names)]
+
+
+def time_problem(problem: Problem, device: torch.device, params: TimingParams) -> Row:
+    """The judge's reference timing: its input sets, warm-up, flushed reps and summary."""
+    reference = Reference(problem.spec(), device, SEED)
+    sets = [to_device(reference.make_inputs(derive_seed(SEED, "timing", k, "")), device)
+            for k in range(params.input_sets)]
+    with torch.no_grad():
+        timing.warm_up(reference.model, sets, device, params)
+        flusher = timing.Flusher(device, params.flush_bytes or timing.default_flush_bytes(device))
+        raw = timing.measure(reference.model, sets, device, params, flusher)
+    stats = timing.summarize(raw.device_ms, raw.stop_reason)
+    del reference, sets, flusher
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    seconds = stats.median_ms / 1e3
+    return Row(problem=problem.name, suite=problem.suite, median_ms=stats.median_ms,
+               ci95_low_ms=stats.ci95_low_ms, ci95_high_ms=stats.ci95_high_ms, reps=stats.n,
+               stop_reason=stats.stop_reason, tflops=_rate(problem.flops, seconds, 1e12),
+               gbps=_rate(problem.bytes_moved, seconds, 1e9))
+
+
+def _rate(amount: float | None, seconds: float, unit: float) -> float | None:
+    return None if amount is None or seconds <= 0 else amount / seconds / unit
+
+
+def _header() -> str:
+    return (f"{'problem':<24} {'suite':<7} {'median_ms':>10} {'95% CI of median':>20} {'reps':>5}"
+            f" {'TFLOP/s':>8} {'GB/s':>8}")
+
+
+def _line(row: Row) -> str:
+    ci = f"[{row.ci95_low_ms:.3f}, {row.ci95_high_ms:.3f}]"
+    return (f"{row.problem:<24} {row.suite:<7} {row.median_ms:>10.4f} {ci:>20} {row.reps:>5}"
+            f" {_fmt(row.tflops):>8} {_fmt(row.gbps):>8}")
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""Mean over the last dimension of a (128, 512, 4096) tensor: a contiguous row reduction with a
+(128, 512) output."""
+import torch
+import torch.nn as nn
+
+BATCH = 128
+DIM1 = 512
+DIM2 = 4096
+
+KERNELGRADE = {
+    "device": "cuda",
+    "precision": "fp32",
+    "suite": "level1",
+    "level": 1,
+    "tags": ["reduction", "memory-bound"],
+    # one add per element, one divide per output
+    "flops": BATCH * DIM1 * DIM2 + BATCH * DIM1,
+    "bytes": (BATCH * DIM1 * DIM2 + BATCH * DIM1) * 4,
+}
+
+
+class Model(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.mean(x, dim=self.dim)
+
+
+def get_inputs():
+    x = torch.randn(BATCH, DIM1, DIM2)
+    return [x]
+
+
+def get_init_inputs():
+    return [2]

@@ -1,0 +1,37 @@
+"""A fully connected layer followed by ReLU: relu(x @ W.T + b) for x of shape (2048, 4096) and a
+4096 -> 8192 nn.Linear."""
+import torch
+import torch.nn as nn
+
+BATCH = 2048
+IN_FEATURES = 4096
+OUT_FEATURES = 8192
+
+KERNELGRADE = {
+    "device": "cuda",
+    "precision": "fp32",
+    "suite": "level2",
+    "level": 2,
+    "tags": ["matmul", "fused", "activation"],
+    # the matmul, then one bias add and one relu per output
+    "flops": 2 * BATCH * IN_FEATURES * OUT_FEATURES + 2 * BATCH * OUT_FEATURES,
+    "bytes": (BATCH * IN_FEATURES + IN_FEATURES * OUT_FEATURES + OUT_FEATURES + BATCH * OUT_FEATURES) * 4,
+}
+
+
+class Model(nn.Module):
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.linear(x))
+
+
+def get_inputs():
+    x = torch.randn(BATCH, IN_FEATURES)
+    return [x]
+
+
+def get_init_inputs():
+    return [IN_FEATURES, OUT_FEATURES]

@@ -1,0 +1,1 @@
+"""Tests of the problem library: loader, importer, audit, the built-in suite and its commands."""

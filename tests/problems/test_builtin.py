@@ -1,0 +1,118 @@
+"""The built-in suite: every problem loads with complete metadata, its declared bytes and FLOPs match what
+its reference really moves and computes (checked on shapes alone, on the meta device), and every CPU
+problem's reference runs, is accurate to its own policy and passes the audit."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from kernelgrade.evaluator import DeviceKind, PrecisionKind
+from kernelgrade.evaluator.compare import relative_frobenius
+from kernelgrade.evaluator.reference import Reference
+from kernelgrade.evaluator.submission_module import load_problem_module
+from kernelgrade.problems import Problem, builtin_problems
+from kernelgrade.problems.audit import audit_problem
+from kernelgrade.problems.loader import BUILTIN_DIR
+
+BUILTIN = builtin_problems()
+CPU_PROBLEMS = [p for p in BUILTIN if p.device is DeviceKind.CPU]
+GPU_PROBLEMS = [p for p in BUILTIN if p.device is DeviceKind.CUDA]
+GIB = 1024**3
+
+
+def by_name(problems: list[Problem]) -> list[Any]:
+    return [pytest.param(p, id=p.name) for p in problems]
+
+
+def test_suite_sizes_and_unique_names() -> None:
+    suites = Counter(p.suite for p in BUILTIN)
+    assert suites["level1"] >= 20
+    assert suites["level2"] >= 8
+    assert suites["cpu"] >= 8
+    names = [p.name for p in BUILTIN]
+    assert len(names) == len(set(names))
+    assert sorted(names) == sorted(path.stem for path in BUILTIN_DIR.glob("*/*.py"))
+
+
+@pytest.mark.parametrize("problem", by_name(BUILTIN))
+def test_metadata_is_complete(problem: Problem) -> None:
+    assert problem.name.isidentifier() and problem.name == problem.name.lower()
+    assert problem.flops is not None and problem.flops > 0
+    assert problem.bytes_moved is not None and problem.bytes_moved > 0
+    assert problem.description and problem.tags
+    assert problem.precision.kind is PrecisionKind.FP32
+    assert problem.suite == (BUILTIN_DIR / problem.suite / f"{problem.name}.py").parent.name
+    assert problem.level == (2 if problem.suite == "level2" else 1)
+    assert problem.device is (DeviceKind.CPU if problem.suite == "cpu" else DeviceKind.CUDA)
+
+
+def shapes_only(problem: Problem) -> tuple[list[Any], torch.nn.Module, list[torch.Tensor], float]:
+    """Inputs, model and outputs built on the meta device (no memory, no arithmetic), and the FLOPs that
+    torch's counter sees in matmuls and convolutions."""
+    module = load_problem_module(problem.source, problem.name)
+    with torch.device("meta"):
+        inputs = list(module.get_inputs())
+        model = module.Model(*module.get_init_inputs())
+        with FlopCounterMode(display=False) as counter:
+            out = model(*inputs)
+    outputs = list(out) if isinstance(out, tuple | list) else [out]
+    return inputs, model, outputs, float(counter.get_total_flops())
+
+
+def nbytes(tensors: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+@pytest.mark.parametrize("problem", by_name(BUILTIN))
+def test_inputs_are_float32_tensors_of_at_most_a_gib(problem: Problem) -> None:
+    inputs, _, _, _ = shapes_only(problem)
+    assert inputs and all(isinstance(x, torch.Tensor) for x in inputs)
+    for x in inputs:
+        assert x.dtype == torch.float32
+        assert x.numel() * x.element_size() <= GIB
+
+
+@pytest.mark.parametrize("problem", by_name(BUILTIN))
+def test_declared_bytes_are_inputs_parameters_and_outputs(problem: Problem) -> None:
+    inputs, model, outputs, _ = shapes_only(problem)
+    assert problem.bytes_moved == nbytes(inputs) + nbytes(model.parameters()) + nbytes(outputs)
+
+
+@pytest.mark.parametrize("problem", by_name(BUILTIN))
+def test_declared_flops_cover_the_matmul_and_convolution_work(problem: Problem) -> None:
+    _, _, outputs, counted = shapes_only(problem)
+    assert problem.flops is not None
+    if counted:
+        # The counter sees only matmuls and convolutions; the rest of a problem is elementwise work.
+        assert counted <= problem.flops <= 1.1 * counted
+    else:
+        elements = sum(o.numel() for o in outputs)
+        assert problem.flops >= min(elements, 1)
+
+
+@pytest.mark.parametrize("problem", by_name(CPU_PROBLEMS))
+def test_cpu_reference_runs_and_is_as_accurate_as_its_policy_asks(problem: Problem) -> None:
+    reference = Reference(problem.spec(), torch.device("cpu"), weight_seed=42)
+    refs, oracles = reference.outputs(reference.make_inputs(seed=7))
+    assert oracles is not None
+    for ref, oracle in zip(refs, oracles, strict=True):
+        assert ref.dtype == torch.float32
+        assert bool(torch.isfinite(ref).all())
+        # A kernel as accurate as PyTorch's own fp32 must pass: the floor is above the reference's error.
+        assert relative_frobenius(ref, oracle) < problem.precision.oracle_floor
+
+
+@pytest.mark.parametrize("problem", by_name(CPU_PROBLEMS))
+def test_cpu_problem_passes_the_audit(problem: Problem) -> None:
+    assert audit_problem(problem, torch.device("cpu")) == []
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("problem", by_name(GPU_PROBLEMS))
+def test_gpu_problem_passes_the_audit(problem: Problem) -> None:
+    assert audit_problem(problem, torch.device("cuda", 0)) == []
