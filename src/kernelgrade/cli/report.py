@@ -43,10 +43,11 @@ def _timing_lines(result: EvalResult) -> list[str]:
         lines.append(f"speedup     {result.speedup:.3f}x (reference median / candidate median)")
     if result.method:
         m = result.method
-        lines.append(f"method      {m.clock}, flush {m.flush_bytes // (1024 * 1024)} MiB, warm-up >= {m.warmup_calls}"
-                     f" calls and {m.warmup_ms:g} ms, stop at rse <= {m.target_rse:g} after {m.min_reps} reps or"
-                     f" {m.max_device_ms:g} ms device / {m.max_wall_ms:g} ms wall / {m.max_reps} reps,"
-                     f" {m.input_sets} input sets")
+        flush_mib = m.flush_bytes // (1024 * 1024)
+        lines.append(f"method      {m.clock}, flush {flush_mib} MiB, warm-up >= {m.warmup_calls} calls and"
+                     f" {m.warmup_ms:g} ms, stop at rse <= {m.target_rse:g} and median CI <= {m.target_median_ci:g}"
+                     f" after {m.min_reps} reps, or at {m.max_device_ms:g} ms device / {m.max_wall_ms:g} ms wall /"
+                     f" {m.max_reps} reps; {m.input_sets} input sets")
     return lines
 
 

@@ -1,0 +1,5 @@
+import sys
+
+from kernelgrade.cli import main
+
+sys.exit(main())
