@@ -111,9 +111,10 @@ def main() -> int:
     parser.add_argument("--repeat-seed", default="003")
     parser.add_argument("--sandbox", default="none")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--cache", type=Path, help="compile cache to use (default: a fresh one)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="kg-accept-"))
-    cache, work = root / "cache", root / "work"
+    cache, work = args.cache or root / "cache", root / "work"
     launcher = make_launcher(args.sandbox)
     sources = {s: (CASES / f"seed_{s}" / "submission.py").read_text() for s in SEEDS}
     started = time.monotonic()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from kernelgrade.evaluator import EvalRequest, Limits, ProblemSpec, TimingParams
 
 # Small enough for a 2-core CI machine, large enough that the adaptive loop and the statistics are exercised.
 FAST_TIMING = TimingParams(warmup_calls=3, warmup_ms=5.0, min_reps=10, max_reps=200, max_device_ms=300.0,
-                           max_wall_ms=1500.0, input_sets=2)
+                           max_wall_ms=1500.0, input_sets=2, flush_bytes=16 * 1024 * 1024)
 # A hung call must be noticed quickly in tests; building a C++ extension on 2 cores takes about 35 s.
 TEST_LIMITS = Limits(compile_s=240.0, load_s=60.0, call_s=10.0, timing_s=60.0)
 
@@ -28,7 +29,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def compile_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("compile-cache")
+    """A fresh cache per session, or a shared one (KERNELGRADE_TEST_COMPILE_CACHE) so that a GPU host's run
+    reuses the builds of bench/gpu_acceptance.py instead of compiling the seeds again (~50 s each)."""
+    shared = os.environ.get("KERNELGRADE_TEST_COMPILE_CACHE")
+    return Path(shared) if shared else tmp_path_factory.mktemp("compile-cache")
 
 
 RequestFactory = Callable[..., EvalRequest]
