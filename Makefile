@@ -17,10 +17,18 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# Best effort: the sandbox tests need bubblewrap; skipped (and reported) where it cannot be installed.
+# Best effort: the sandbox tests need bubblewrap and util-linux's unshare. Where they cannot be installed
+# (not root, no apt-get, no network) the tests that need them are skipped and say why.
 system-deps:
-	@if ! command -v bwrap >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	@missing=""; \
+	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	command -v unshare >/dev/null 2>&1 || missing="$$missing util-linux"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+			|| echo "system-deps: could not install$$missing; the sandbox tests will be skipped"; \
+	else \
+		echo "system-deps: missing$$missing (needs root and apt-get); the sandbox tests will be skipped"; \
 	fi
 
 serve: setup
@@ -42,6 +50,7 @@ test: lint typecheck imports pytest
 
 bench: setup
 	$(BIN)/python bench/compile_cache.py
+	$(BIN)/python bench/service_bench.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

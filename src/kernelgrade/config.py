@@ -48,7 +48,23 @@ class Settings:
     rate_limit_per_minute: int = 120
     quota_per_day: int = 5000
     max_source_bytes: int = 512 * 1024
+    # A whole request body (a batch carries several sources, JSON-escaped) may be at most this large.
+    max_request_bytes: int = 16 * 1024 * 1024
+    # Submissions in one POST /v1/submissions/batch.
+    max_batch: int = 32
     log_level: str = "info"
+    # standard: the full protocol of TIMING.md. fast: fewer trials and a short timing loop, for tests and
+    # demos on small machines; results say which parameters were used.
+    timing_profile: str = "standard"
+    # Judges of the embedded pool: -1 = one per visible GPU, or one CPU judge when there is none; 0 = no
+    # embedded pool (API only, workers run elsewhere).
+    local_judges: int = -1
+    # An idle judge looks for queued jobs this often when nothing wakes it (jobs queued by another process).
+    poll_seconds: float = 2.0
+    # Where `kernelgrade submit` sends submissions; empty: http://{host}:{port}.
+    server_url: str = ""
+    # The key `kernelgrade submit` sends (X-API-Key); empty in open mode.
+    api_key: str = ""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -71,6 +87,10 @@ class Settings:
     @property
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.data_dir / 'kernelgrade.db'}"
+
+    @property
+    def resolved_server_url(self) -> str:
+        return self.server_url.rstrip("/") or f"http://{self.host}:{self.port}"
 
     @property
     def is_open(self) -> bool:

@@ -39,6 +39,19 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     audit.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: each problem's own)")
     audit.add_argument("--seeds", type=int, default=3, help="seeds to run each reference on (at least 2)")
     audit.set_defaults(handler=_audit)
+    _register_import(sub)
+
+
+def _register_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`problems import` writes to the database, so it needs the `service` extra; absent without it."""
+    import importlib
+
+    try:
+        service_commands = importlib.import_module("kernelgrade.cli.service_commands")
+    except ImportError:
+        return
+    imported = sub.add_parser("import", help="import a folder of KernelBench-format problems into the database")
+    service_commands.add_import_arguments(imported)
 
 
 def resolve_problem(name_or_path: str) -> Problem:

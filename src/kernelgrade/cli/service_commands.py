@@ -1,0 +1,251 @@
+"""Server-side commands: serve, submit, keys, db, and the implementation of `problems import`.
+
+Registered by kernelgrade.cli when the `service` extra is installed. Heavy imports (FastAPI, SQLAlchemy,
+httpx, torch) happen inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from kernelgrade.config import Settings
+
+if TYPE_CHECKING:
+    from kernelgrade.service.client import ApiClient
+    from kernelgrade.storage.database import Database
+
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+# How often `submit --wait` asks for progress: live enough for a person, far below the default rate limit.
+POLL_S = 1.0
+
+
+def register(commands: Subparsers) -> None:
+    serve = commands.add_parser("serve", help="run the API and the embedded worker pool")
+    serve.add_argument("--host", default=None, help="bind address (default: settings, 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port (default: settings, 8000)")
+    serve.set_defaults(handler=_serve)
+    _register_submit(commands)
+    _register_keys(commands)
+    db = commands.add_parser("db", help="database maintenance")
+    db_sub = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
+    db_sub.add_parser("upgrade", help="apply the schema migrations").set_defaults(handler=_db_upgrade)
+
+
+def _register_submit(commands: Subparsers) -> None:
+    submit = commands.add_parser("submit", help="send a submission to a running server")
+    submit.add_argument("file", type=Path, help="the Python file defining ModelNew")
+    submit.add_argument("--problem", required=True, help="problem name")
+    submit.add_argument("--server", default=None, help="server URL (default: KERNELGRADE_SERVER_URL or host:port)")
+    submit.add_argument("--model", default="", help="model or agent label for the leaderboards")
+    submit.add_argument("--force", action="store_true", help="grade again even if this source was graded")
+    submit.add_argument("--public", action="store_true", help="let everyone read the source")
+    submit.add_argument("--wait", action="store_true", help="follow the grading and print the verdict")
+    submit.add_argument("--json", action="store_true", help="print the final submission as JSON")
+    submit.set_defaults(handler=_submit)
+
+
+def _register_keys(commands: Subparsers) -> None:
+    keys = commands.add_parser("keys", help="manage API keys (writes the database directly)")
+    sub = keys.add_subparsers(dest="keys_command", metavar="ACTION", required=True)
+    create = sub.add_parser("create", help="create a key and print it once")
+    create.add_argument("--name", required=True, help="the key's name; submissions are credited to it")
+    create.add_argument("--role", choices=("admin", "submitter"), default="submitter")
+    create.add_argument("--quota", type=int, default=None, help="submissions per day (default: settings)")
+    create.add_argument("--rate", type=int, default=None, help="requests per minute (default: settings)")
+    create.set_defaults(handler=_keys_create)
+    sub.add_parser("list", help="list keys (names, roles, prefixes)").set_defaults(handler=_keys_list)
+    revoke = sub.add_parser("revoke", help="revoke a key by name")
+    revoke.add_argument("name")
+    revoke.set_defaults(handler=_keys_revoke)
+
+
+def add_import_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `kernelgrade problems import` (wired by cli/problem_commands.py)."""
+    parser.add_argument("folder", type=Path, help="a folder of KernelBench-format problem files")
+    parser.add_argument("--suite", default=None, help="suite name (default: the folder's name)")
+    parser.set_defaults(handler=import_problems)
+
+
+def import_problems(args: argparse.Namespace) -> int:
+    """Import every problem file under a folder into the database; idempotent on content hash."""
+    from kernelgrade.service.problem_catalog import import_folder
+
+    database = _migrated_database(Settings.from_env())
+    try:
+        report = import_folder(database, args.folder, args.suite)
+    except NotADirectoryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        database.dispose()
+    print(f"added {len(report.added)}, new versions {len(report.new_versions)}, unchanged {len(report.unchanged)},"
+          f" errors {len(report.errors)}")
+    for name in report.new_versions:
+        print(f"  new version: {name}")
+    for error in report.errors:
+        print(f"  error: {error}", file=sys.stderr)
+    return EXIT_FAILED if report.errors else EXIT_OK
+
+
+def _migrated_database(settings: Settings) -> Database:
+    from kernelgrade.storage.database import Database
+    from kernelgrade.storage.migrate import upgrade
+
+    database = Database.connect(settings.resolved_database_url)
+    upgrade(database)
+    return database
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from kernelgrade.service.server import run_server
+
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    return run_server(Settings.from_env(**overrides))
+
+
+def _db_upgrade(_args: argparse.Namespace) -> int:
+    from kernelgrade.storage.migrate import current_revision
+
+    database = _migrated_database(Settings.from_env())
+    print(f"database at revision {current_revision(database)}")
+    database.dispose()
+    return EXIT_OK
+
+
+def _keys_create(args: argparse.Namespace) -> int:
+    from kernelgrade.service.key_material import new_key
+    from kernelgrade.storage.api_keys import KeyNameTaken, NewApiKey, add_key
+    from kernelgrade.storage.records import Role
+
+    material = new_key()
+    database = _migrated_database(Settings.from_env())
+    try:
+        with database.session() as session:
+            add_key(session, NewApiKey(args.name, Role(args.role), material.prefix, material.key_hash,
+                                       args.quota, args.rate))
+    except KeyNameTaken:
+        print(f"error: a key named {args.name!r} exists; pick another name or revoke it first", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        database.dispose()
+    print(material.key)
+    print(f"created {args.role} key {args.name!r}; it is shown only this once", file=sys.stderr)
+    return EXIT_OK
+
+
+def _keys_list(_args: argparse.Namespace) -> int:
+    from kernelgrade.storage.api_keys import list_keys
+
+    database = _migrated_database(Settings.from_env())
+    with database.session() as session:
+        keys = list_keys(session)
+    database.dispose()
+    for key in keys:
+        state = "revoked" if key.revoked_at else "active"
+        print(f"{key.name:<24} {key.role.value:<10} {key.prefix}...  {state:<8} created {key.created_at:%Y-%m-%d}")
+    return EXIT_OK
+
+
+def _keys_revoke(args: argparse.Namespace) -> int:
+    from kernelgrade.storage.api_keys import revoke_key
+
+    database = _migrated_database(Settings.from_env())
+    with database.session() as session:
+        revoked = revoke_key(session, args.name)
+    database.dispose()
+    print(f"revoked {args.name!r}" if revoked else f"no active key named {args.name!r}")
+    return EXIT_OK if revoked else EXIT_USAGE
+
+
+def _submit(args: argparse.Namespace) -> int:
+    import httpx
+
+    from kernelgrade.service.client import ApiClient, ApiClientError
+
+    settings = Settings.from_env()
+    try:
+        source = args.file.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: cannot read {args.file}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    server = (args.server or settings.resolved_server_url).rstrip("/")
+    client = ApiClient(server, settings.api_key)
+    try:
+        return _submit_and_follow(client, args, source, server)
+    except ApiClientError as exc:
+        print(f"error: {exc.message} [{exc.code}]", file=sys.stderr)
+        return EXIT_USAGE
+    except httpx.HTTPError as exc:
+        print(f"error: cannot reach {server}: {exc}. Is `kernelgrade serve` running there?", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        client.close()
+
+
+def _submit_and_follow(client: ApiClient, args: argparse.Namespace, source: str, server: str) -> int:
+    from kernelgrade.service.client import SubmissionRequest
+
+    submission = client.submit(SubmissionRequest(args.problem, source, args.model, args.force, args.public))
+    note = " (identical to an earlier submission; add --force to grade again)" if submission.get("duplicate") else ""
+    print(f"submission {submission['id']} for {submission['problem']}: {server}/v1/submissions/{submission['id']}"
+          f"{note}", file=sys.stderr)
+    for warning in submission.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.wait:
+        submission = _follow(client, submission)
+    if args.json:
+        print(json.dumps(submission, indent=2))
+    elif args.wait:
+        print(_verdict_summary(submission))
+    return _exit_code(submission) if args.wait else EXIT_OK
+
+
+def _follow(client: ApiClient, submission: dict[str, Any]) -> dict[str, Any]:
+    from kernelgrade.cli.eval_command import ProgressLine
+
+    show = ProgressLine(sys.stderr)
+    while (submission.get("evaluation") or {}).get("status") != "done":
+        evaluation = submission.get("evaluation") or {}
+        show(_progress_event(evaluation))
+        time.sleep(POLL_S)
+        submission = client.submission(int(submission["id"]))
+    return submission
+
+
+def _progress_event(evaluation: dict[str, Any]) -> SimpleNamespace:
+    progress = evaluation.get("progress") or {}
+    status = evaluation.get("status", "queued")
+    if status == "queued":
+        ahead = evaluation.get("queue_position")
+        return SimpleNamespace(stage="queued", message=f"{ahead} job(s) ahead" if ahead else "waiting for a judge",
+                               done=0, total=0)
+    return SimpleNamespace(stage=progress.get("stage", status), message=progress.get("message", ""),
+                           done=progress.get("done", 0), total=progress.get("total", 0))
+
+
+def _verdict_summary(submission: dict[str, Any]) -> str:
+    evaluation = submission.get("evaluation") or {}
+    lines = [f"verdict     {str(evaluation.get('verdict')).upper()}"]
+    if evaluation.get("speedup") is not None:
+        lines.append(f"speedup     {evaluation['speedup']:.3f}x (reference {evaluation['reference_median_ms']:.4f} ms,"
+                     f" candidate {evaluation['candidate_median_ms']:.4f} ms)")
+    failure = evaluation.get("failure")
+    if failure:
+        lines.append(f"reason      [{failure['stage']}/{failure['code']}] {failure['message']}")
+    lines.append(f"attempts    {evaluation.get('attempts')}  device {evaluation.get('device_class')}")
+    return "\n".join(lines)
+
+
+def _exit_code(submission: dict[str, Any]) -> int:
+    from kernelgrade.cli.eval_command import exit_code
+
+    evaluation = submission.get("evaluation") or {}
+    return exit_code(str(evaluation.get("verdict")), evaluation.get("speedup"), None)

@@ -1,0 +1,33 @@
+"""What the route handlers share: settings, the database, the rate limiter and (embedded) the worker pool."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from fastapi import Request
+
+from kernelgrade.config import Settings
+from kernelgrade.service.rate_limit import RateLimiter
+from kernelgrade.storage.database import Database
+
+
+class Waker(Protocol):
+    def notify(self) -> None: ...
+
+
+@dataclass
+class ServiceContext:
+    settings: Settings
+    database: Database
+    limiter: RateLimiter = field(default_factory=RateLimiter)
+    pool: Waker | None = None
+
+    def wake_workers(self) -> None:
+        if self.pool is not None:
+            self.pool.notify()
+
+
+def get_context(request: Request) -> ServiceContext:
+    context: ServiceContext = request.app.state.context
+    return context

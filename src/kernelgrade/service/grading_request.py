@@ -1,0 +1,50 @@
+"""Turning a stored job into an EvalRequest: the problem's spec, the settings' protocol profile, the judge's
+device. Imported only by the worker pool (it imports the evaluator, and so torch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kernelgrade.config import Settings
+from kernelgrade.evaluator import DeviceKind, EvalRequest, Limits, ProblemSpec, TimingParams, TrialPlan
+from kernelgrade.storage.records import ProblemRecord
+
+# The "fast" profile: few trials and a short timing loop, enough to exercise every stage and give a
+# speedup on a 2-core CI machine in seconds; results record these parameters beside the numbers.
+FAST_TIMING = TimingParams(warmup_calls=3, warmup_ms=5.0, min_reps=10, max_reps=200, max_device_ms=300.0,
+                           max_wall_ms=1500.0, input_sets=2)
+FAST_TRIALS = TrialPlan(public_trials=3, secret_trials=2)
+# A hung call must be noticed within seconds in tests; a C++ build on 2 cores takes about 35 s, so 240 s
+# leaves room for a loaded machine.
+FAST_LIMITS = Limits(compile_s=240.0, load_s=60.0, call_s=10.0, timing_s=60.0)
+
+PROFILES = ("standard", "fast")
+
+
+@dataclass(frozen=True)
+class RequestBuilder:
+    settings: Settings
+
+    def __post_init__(self) -> None:
+        if self.settings.timing_profile not in PROFILES:
+            raise ValueError(f"unknown timing profile {self.settings.timing_profile!r}; use one of"
+                             f" {', '.join(PROFILES)} (KERNELGRADE_TIMING_PROFILE)")
+
+    def build(self, problem: ProblemSpec, source: str, device_index: int) -> EvalRequest:
+        settings = self.settings
+        fast = settings.timing_profile == "fast"
+        trials = replace(FAST_TRIALS if fast else TrialPlan(), secret=settings.seed_secret)
+        return EvalRequest(problem=problem, submission=source, cache_dir=settings.cache_dir,
+                           work_root=settings.work_root, device_index=device_index, trials=trials,
+                           timing=FAST_TIMING if fast else TimingParams(), limits=FAST_LIMITS if fast else Limits(),
+                           max_source_bytes=settings.max_source_bytes, compile_jobs=settings.compile_jobs)
+
+
+def problem_spec(problem: ProblemRecord) -> ProblemSpec:
+    """The judge's view of a stored problem version, read from its source as the loader reads any file."""
+    from kernelgrade.problems import load_problem_source
+
+    spec = load_problem_source(problem.source, problem.name, problem.suite, problem.level).spec()
+    if spec.content_hash != problem.content_hash:
+        raise ValueError(f"problem {problem.name}: stored hash {problem.content_hash[:12]} does not match its source")
+    return replace(spec, device=DeviceKind(problem.device_kind))

@@ -1,0 +1,127 @@
+"""One judge: a thread that claims jobs for its device, grades them with evaluate(), and records the result.
+
+Every write is conditional on the judge's lease, so a result computed after the lease was lost (the pool
+stopped and gave the job back, or the heartbeat stalled past expiry and another worker took it over) is
+discarded rather than recorded twice. A result of verdict `error` (the grader's own fault) sends the job
+back to the queue until its attempts reach the cap.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from kernelgrade.config import Settings
+from kernelgrade.evaluator import EvalResult, Launcher, Progress, Stage, evaluate
+from kernelgrade.service.grading_request import RequestBuilder, problem_spec
+from kernelgrade.service.job_outcome import grader_fault, outcome_from_result
+from kernelgrade.service.judges import JudgeSlot
+from kernelgrade.storage.database import Database
+from kernelgrade.storage.jobs import Lease, claim_next, finish_job, record_progress, requeue_job
+from kernelgrade.storage.records import ClaimedJob, JobOutcome, JobStatus, ProgressUpdate
+
+log = logging.getLogger(__name__)
+
+# Progress rows are for people watching; one write per half second per job is plenty and keeps a fast
+# correctness loop from turning into a write storm on SQLite.
+PROGRESS_INTERVAL_S = 0.5
+RUNNING_STAGES = {Stage.LOAD, Stage.CORRECTNESS, Stage.TIMING}
+
+
+@dataclass
+class JudgeState:
+    current: int | None = None
+    timing: bool = False
+
+
+class Judge:
+    def __init__(self, slot: JudgeSlot, owner: str, settings: Settings, database: Database, launcher: Launcher,
+                 wake: threading.Event, stopping: threading.Event) -> None:
+        self.slot, self.owner, self.settings, self.database = slot, owner, settings, database
+        self.launcher, self.wake, self.stopping = launcher, wake, stopping
+        self.builder = RequestBuilder(settings)
+        self.state = JudgeState()
+        self.thread = threading.Thread(target=self._loop, name=f"judge-{slot.name}", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                job = self._claim()
+            except Exception:
+                log.exception("judge %s could not claim a job; retrying", self.slot.name)
+                job = None
+            if job is None:
+                self.wake.wait(self.settings.poll_seconds)
+                self.wake.clear()
+                continue
+            self._grade(job)
+
+    def _claim(self) -> ClaimedJob | None:
+        lease = Lease(self.owner, self.settings.lease_seconds)
+        with self.database.session() as session:
+            return claim_next(session, lease, dict(self.slot.routes), self.settings.max_attempts)
+
+    def _grade(self, job: ClaimedJob) -> None:
+        self.state.current = job.evaluation_id
+        log.info("judge %s: evaluation %d (%s), attempt %d", self.slot.name, job.evaluation_id, job.problem.name,
+                 job.attempt)
+        try:
+            self._record(job, self._evaluate(job))
+        except Exception:  # the database failed: the lease is no longer renewed, lapses, and the job is retried
+            log.exception("judge %s: recording evaluation %d failed; it will be retried when its lease expires",
+                          self.slot.name, job.evaluation_id)
+        finally:
+            self.state.current, self.state.timing = None, False
+
+    def _evaluate(self, job: ClaimedJob) -> JobOutcome:
+        """Never raises: a fault of the grader itself becomes verdict `error` (retried up to the cap)."""
+        try:
+            spec = problem_spec(job.problem)
+            device_index = self.slot.device_index if spec.device.value == "cuda" else 0
+            request = self.builder.build(spec, job.source, device_index)
+            result: EvalResult = evaluate(request, self.launcher, ProgressWriter(self, job))
+        except Exception as exc:
+            return grader_fault(exc, job.problem.name, job.problem.content_hash)
+        return outcome_from_result(result)
+
+    def _record(self, job: ClaimedJob, outcome: JobOutcome) -> None:
+        with self.database.session() as session:
+            if outcome.verdict == "error" and job.attempt < self.settings.max_attempts:
+                kept = requeue_job(session, job.evaluation_id, self.owner,
+                                   f"attempt {job.attempt}: {outcome.error_summary or 'grader error'}")
+            else:
+                kept = finish_job(session, job.evaluation_id, self.owner, outcome)
+        if kept:
+            log.info("judge %s: evaluation %d -> %s", self.slot.name, job.evaluation_id, outcome.verdict)
+        else:
+            log.warning("judge %s: lost the lease on evaluation %d; its result was discarded", self.slot.name,
+                        job.evaluation_id)
+
+
+class ProgressWriter:
+    """evaluate()'s progress callback: stores the stage for GET /v1/submissions/{id}, at most every 0.5 s."""
+
+    def __init__(self, judge: Judge, job: ClaimedJob) -> None:
+        self.judge, self.job = judge, job
+        self.last_stage: Stage | None = None
+        self.last_write = 0.0
+
+    def __call__(self, progress: Progress) -> None:
+        self.judge.state.timing = progress.stage is Stage.TIMING
+        now = time.monotonic()
+        finished_step = progress.total > 0 and progress.done == progress.total
+        if progress.stage == self.last_stage and now - self.last_write < PROGRESS_INTERVAL_S and not finished_step:
+            return
+        self.last_stage, self.last_write = progress.stage, now
+        status = JobStatus.RUNNING if progress.stage in RUNNING_STAGES else JobStatus.COMPILING
+        update = ProgressUpdate(progress.stage.value, progress.message, progress.done, progress.total)
+        try:
+            with self.judge.database.session() as session:
+                record_progress(session, self.job.evaluation_id, self.job.owner, status, update)
+        except Exception:  # progress is informational; grading goes on
+            log.warning("could not record progress of evaluation %d", self.job.evaluation_id, exc_info=True)

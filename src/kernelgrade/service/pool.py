@@ -1,0 +1,144 @@
+"""The embedded worker pool of `kernelgrade serve`: judges, a compile-ahead thread and a heartbeat thread,
+all in the API's process. Jobs live in the database (storage.jobs), so stopping the process at any point
+loses nothing: a job being graded keeps a lease that expires, and the next start (or another worker)
+takes it over, counting an attempt.
+
+On start the pool also frees at once the leases of judges that ran on this host in processes that are
+gone, so a restarted server picks up its interrupted job without waiting for the lease to expire.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import threading
+from typing import TYPE_CHECKING
+
+from kernelgrade import __version__
+from kernelgrade.config import Settings
+from kernelgrade.service.compile_ahead import CompileAhead
+from kernelgrade.service.judge import Judge
+from kernelgrade.service.judges import JudgeSlot, discover_judges
+from kernelgrade.storage.database import Database
+from kernelgrade.storage.jobs import expire_leases, requeue_job
+from kernelgrade.storage.records import WorkerInfo
+from kernelgrade.storage.workers import NewWorker, heartbeat, register_worker, remove_workers, workers_on_host
+
+if TYPE_CHECKING:
+    from kernelgrade.evaluator import Launcher
+
+log = logging.getLogger(__name__)
+
+# Threads still busy this long after stop() are left behind (they are daemons; the process exits anyway).
+STOP_JOIN_S = 5.0
+
+
+class WorkerPool:
+    def __init__(self, settings: Settings, database: Database, judges: list[Judge], compiler: CompileAhead,
+                 stopping: threading.Event) -> None:
+        self.settings, self.database = settings, database
+        self.judges, self.compiler, self.stopping = judges, compiler, stopping
+        self.heartbeat = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
+
+    @classmethod
+    def start(cls, settings: Settings, database: Database) -> WorkerPool:
+        launcher = pool_launcher(settings)
+        slots = discover_judges(settings.local_judges)
+        stopping = threading.Event()
+        prefix = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        judges = [Judge(slot, f"{prefix}:{slot.name}", settings, database, launcher, threading.Event(), stopping)
+                  for slot in slots]
+        serves = sorted({key for slot in slots for key in slot.serves})
+        cpu_only = all(slot.kind == "cpu" for slot in slots)
+        compiler = CompileAhead(settings, database, launcher, serves,
+                                lambda: cpu_only and any(j.state.timing for j in judges), threading.Event(), stopping)
+        pool = cls(settings, database, judges, compiler, stopping)
+        pool._register(slots, launcher.level)
+        for judge in judges:
+            judge.start()
+        compiler.start()
+        pool.heartbeat.start()
+        log.info("worker pool: %s (sandbox %s)", ", ".join(f"{s.name}={s.device_class}" for s in slots), launcher.level)
+        return pool
+
+    def _register(self, slots: list[JudgeSlot], sandbox: str) -> None:
+        import torch
+
+        versions = (("kernelgrade", __version__), ("torch", torch.__version__), ("cuda", torch.version.cuda or ""),
+                    ("sandbox", sandbox))
+        host = socket.gethostname()
+        with self.database.session() as session:
+            dead = [w for w in workers_on_host(session, host) if _gone(w)]
+            freed = expire_leases(session, [w.name for w in dead])
+            remove_workers(session, [w.name for w in dead])
+            for judge, slot in zip(self.judges, slots, strict=True):
+                register_worker(session, NewWorker(judge.owner, slot.device_class, slot.serves, host, os.getpid(),
+                                                   versions))
+        if freed:
+            log.warning("took over %d job(s) left by a previous server on this host", freed)
+
+    def notify(self) -> None:
+        """A job was queued: wake the idle judges and the compile-ahead thread."""
+        for judge in self.judges:
+            judge.wake.set()
+        self.compiler.wake.set()
+
+    def _heartbeat_loop(self) -> None:
+        # A third of the lease: two renewals can fail (a slow disk, a busy database) before a live job's
+        # lease runs out and another worker takes it.
+        interval = self.settings.lease_seconds / 3
+        while not self.stopping.wait(interval):
+            try:
+                self.beat()
+            except Exception:
+                log.exception("heartbeat failed")
+
+    def beat(self) -> None:
+        from kernelgrade.storage.jobs import renew_leases
+
+        current = {j.owner: j.state.current for j in self.judges}
+        with self.database.session() as session:
+            renew_leases(session, {owner: job for owner, job in current.items() if job is not None},
+                         self.settings.lease_seconds)
+            heartbeat(session, current)
+
+    def stop(self) -> None:
+        """Stop claiming; give running jobs back to the queue (without counting the attempt) for the next start."""
+        self.stopping.set()
+        self.notify()
+        try:
+            with self.database.session() as session:
+                for judge in self.judges:
+                    if judge.state.current is not None:
+                        requeue_job(session, judge.state.current, judge.owner, "the server stopped during grading;"
+                                    " requeued", refund_attempt=True)
+                remove_workers(session, [j.owner for j in self.judges])
+        except Exception:
+            log.exception("could not hand running jobs back; their leases will expire instead")
+        for thread in (self.heartbeat, self.compiler.thread, *(j.thread for j in self.judges)):
+            thread.join(timeout=STOP_JOIN_S if thread is self.heartbeat else 0.1)
+
+
+def pool_launcher(settings: Settings) -> Launcher:
+    """The judges' launcher; raises SandboxUnavailable below the operator's minimum sandbox level."""
+    from kernelgrade.evaluator.sandbox import SandboxOptions, make_launcher
+
+    # The data dir holds the database and every job's files; a child sees only its own work and build dirs.
+    options = SandboxOptions(hidden=(settings.data_dir,))
+    return make_launcher(settings.sandbox, settings.sandbox_minimum, options)
+
+
+def _gone(worker: WorkerInfo) -> bool:
+    """True if the worker's process surely no longer runs: a pid that does not exist, or our own pid (a
+    container restarted with the same pid) under another name."""
+    if worker.pid == os.getpid():
+        return True
+    try:
+        os.kill(worker.pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False

@@ -1,0 +1,1 @@
+"""The API's routers; each handler parses, calls one function, and returns a schema."""

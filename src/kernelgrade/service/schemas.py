@@ -1,0 +1,238 @@
+"""The API's request and response bodies (pydantic, at the HTTP edge only)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+VerdictName = Literal["correct", "incorrect", "compile_error", "runtime_error", "timeout", "rejected", "flagged",
+                      "error"]
+StatusName = Literal["queued", "compiling", "running", "done"]
+NAME_PATTERN = r"^[A-Za-z0-9_.@+-]+$"
+EXAMPLE_SOURCE = ("import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+                  "    def forward(self, a, b):\n        return torch.clamp_min(a + b, 0.0)\n")
+
+
+class ErrorBody(BaseModel):
+    code: str = Field(description="stable, for programs", examples=["problem_not_found"])
+    message: str = Field(description="what went wrong and what to do", examples=["no problem named 'x'"])
+    details: list[dict[str, str]] | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+class SubmissionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"problem": "add_relu", "source": EXAMPLE_SOURCE, "model": "my-model-v1"}]})
+
+    problem: str = Field(min_length=1, max_length=200, description="problem name (its latest version)")
+    source: str = Field(description="the Python file defining ModelNew")
+    submitter: str | None = Field(None, min_length=1, max_length=100, pattern=NAME_PATTERN,
+                                  description="open mode only; with an API key the key's name is the submitter")
+    model: str = Field("", max_length=200, description="model or agent label, for the leaderboards")
+    force: bool = Field(False, description="grade again even if this exact source was graded before")
+    public: bool = Field(False, description="let everyone read the source (results are always public)")
+    device: str | None = Field(None, min_length=1, max_length=60, pattern=NAME_PATTERN,
+                               description="device class to grade on, e.g. cuda-h100 (default: the problem's kind)")
+
+
+class BatchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    submissions: list[SubmissionIn] = Field(min_length=1)
+
+
+class ProgressOut(BaseModel):
+    stage: str
+    message: str
+    done: int
+    total: int
+
+
+class TimingOut(BaseModel):
+    n: int
+    median_ms: float
+    mean_ms: float
+    std_ms: float
+    min_ms: float
+    max_ms: float
+    ci95_low_ms: float
+    ci95_high_ms: float
+    stop_reason: str
+
+
+class FailureOut(BaseModel):
+    stage: str
+    code: str
+    message: str
+    detail: str = ""
+    line: int | None = None
+
+
+class FindingOut(BaseModel):
+    code: str
+    severity: str
+    message: str
+
+
+class EnvironmentOut(BaseModel):
+    device_name: str | None
+    driver: str | None
+    torch: str | None
+    cuda: str | None
+    sandbox: str | None
+    host: str | None
+
+
+class EvaluationOut(BaseModel):
+    id: int
+    status: StatusName
+    verdict: VerdictName | None
+    requested_device: str
+    device_class: str | None
+    attempts: int
+    speedup: float | None
+    reference_median_ms: float | None
+    candidate_median_ms: float | None
+    reference_timing: TimingOut | None = None
+    candidate_timing: TimingOut | None = None
+    failure: FailureOut | None = None
+    findings: list[FindingOut] = []
+    environment: EnvironmentOut | None = None
+    progress: ProgressOut | None = None
+    queue_position: int | None = None
+    last_error: str | None = None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    result: dict[str, Any] | None = Field(None, description="the full result (trials, logs); owner and admins only")
+
+
+class SubmissionOut(BaseModel):
+    id: int
+    problem: str
+    problem_version: str = Field(description="content hash of the problem version graded against")
+    submitter: str
+    model: str
+    public: bool
+    source_hash: str
+    created_at: datetime
+    source: str | None = Field(None, description="shown to its submitter, admins, and everyone if public")
+    evaluation: EvaluationOut | None
+    duplicate: bool = Field(False, description="true: an earlier identical submission, returned instead")
+    warnings: list[str] = []
+
+
+class BatchItemOut(BaseModel):
+    submission: SubmissionOut | None = None
+    error: ErrorBody | None = None
+
+
+class BatchOut(BaseModel):
+    items: list[BatchItemOut]
+
+
+class SubmissionPageOut(BaseModel):
+    items: list[SubmissionOut]
+    next_cursor: str | None = Field(None, description="pass as ?cursor= for the next page; null on the last")
+
+
+class ProblemSummaryOut(BaseModel):
+    name: str
+    suite: str
+    level: int | None
+    device: str
+    precision: str
+    version: str
+    flops: float | None
+    bytes: float | None
+    tags: list[str]
+
+
+class ProblemOut(ProblemSummaryOut):
+    description: str
+    precision_description: str
+    atol: float
+    rtol: float
+    input_shapes: list[str] | None
+    source: str
+    created_at: datetime
+
+
+class ProblemListOut(BaseModel):
+    problems: list[ProblemSummaryOut]
+
+
+class ProblemIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200, pattern=NAME_PATTERN)
+    source: str = Field(description="a KernelBench-format problem file (Model, get_inputs, get_init_inputs)")
+    suite: str = Field("imported", min_length=1, max_length=100, pattern=NAME_PATTERN)
+    level: int | None = None
+
+
+class BoardEntryOut(BaseModel):
+    rank: int
+    submitter: str
+    model: str
+    speedup: float
+    submission_id: int
+    reference_median_ms: float | None
+    candidate_median_ms: float | None
+    device_class: str | None
+    finished_at: datetime | None
+
+
+class ProblemBoardOut(BaseModel):
+    problem: str
+    version: str
+    device: str | None
+    entries: list[BoardEntryOut]
+    flagged_excluded: int = Field(description="flagged results left off this board")
+
+
+class SuiteEntryOut(BaseModel):
+    model: str
+    fast_p: dict[str, float] = Field(description="p -> fraction of the suite's problems solved correctly with"
+                                     " speedup > p (KernelBench fast_p)")
+    geomean_speedup: float | None = Field(description="geometric mean of the best correct speedup per solved problem")
+    correct_rate: float = Field(description="correct results / finished results")
+    solved_problems: int
+    evaluations: int
+
+
+class SuiteBoardOut(BaseModel):
+    suite: str | None
+    device: str | None
+    problems: int
+    entries: list[SuiteEntryOut]
+
+
+class WorkerOut(BaseModel):
+    name: str
+    device_class: str
+    serves: list[str]
+    host: str
+    pid: int
+    versions: dict[str, str]
+    current_evaluation_id: int | None
+    state: Literal["idle", "busy", "offline"]
+    started_at: datetime
+    last_heartbeat: datetime
+
+
+class WorkersOut(BaseModel):
+    workers: list[WorkerOut]
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok"]
+    version: str
+    database: str
+    open_mode: bool
+    workers_online: int

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from kernelgrade.config import Settings
+from kernelgrade.service.app import create_app
+from kernelgrade.service.problem_catalog import new_problem
+from kernelgrade.storage.database import Database
+from kernelgrade.storage.problems import upsert_problem
+from tests.service.servers import ThreadServer
+from tests.storage.databases import database, database_url
+
+__all__ = ["api", "api_factory", "database", "database_url"]
+
+ApiFactory = Callable[..., httpx.Client]
+
+
+def base_settings(tmp_path: Path, url: str, **overrides: Any) -> Settings:
+    """Settings of a test server: its own data dir and database, no embedded workers, fast protocol."""
+    settings = Settings(data_dir=tmp_path, database_url=url, timing_profile="fast", local_judges=0)
+    return replace(settings, **overrides)
+
+
+def add_builtin(database: Database, name: str = "add_relu") -> None:
+    from kernelgrade.problems import find_builtin
+
+    problem = find_builtin(name)
+    assert problem is not None
+    with database.session() as session:
+        upsert_problem(session, new_problem(problem))
+
+
+@pytest.fixture
+def api_factory(database: Database, database_url: str, tmp_path: Path) -> Iterator[ApiFactory]:
+    """Start an API server (uvicorn thread, real HTTP) with settings overrides; returns an httpx client."""
+    add_builtin(database)
+    opened: list[tuple[ThreadServer, httpx.Client]] = []
+
+    def start(**overrides: Any) -> httpx.Client:
+        settings = base_settings(tmp_path, database_url, **overrides)
+        server = ThreadServer(create_app(settings, database=database, workers=False)).__enter__()
+        client = httpx.Client(base_url=server.url, timeout=30.0)
+        opened.append((server, client))
+        return client
+
+    yield start
+    for server, client in opened:
+        client.close()
+        server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def api(api_factory: ApiFactory) -> httpx.Client:
+    """An open-mode server (bound to loopback) with default limits."""
+    return api_factory()

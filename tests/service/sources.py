@@ -1,0 +1,44 @@
+"""Submissions for add_relu used across service tests: real files the real evaluator grades."""
+
+from __future__ import annotations
+
+CORRECT = """import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        return torch.clamp_min(a + b, 0.0)
+"""
+
+# Forgets the relu: wrong wherever a + b < 0.
+INCORRECT = CORRECT.replace("torch.clamp_min(a + b, 0.0)", "a + b")
+
+
+def slow_correct(calls_log: str, seconds: float) -> str:
+    """Correct, but each forward() sleeps and appends its process id to `calls_log`."""
+    return f"""import os
+import time
+
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        time.sleep({seconds})
+        with open({calls_log!r}, "a") as log:
+            log.write(f"{{os.getpid()}}\\n")
+        return torch.clamp_min(a + b, 0.0)
+"""
+
+
+def variant(index: int) -> str:
+    """A distinct but equally correct source (its own hash)."""
+    return CORRECT + f"\n# variant {index}\n"

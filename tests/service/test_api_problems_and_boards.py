@@ -1,0 +1,94 @@
+"""Problems (list, show, versioned upload) and leaderboards over HTTP, from rows graded through storage."""
+
+from __future__ import annotations
+
+import math
+
+import httpx
+import pytest
+
+from kernelgrade.storage.database import Database
+from kernelgrade.storage.submissions import get_submission
+from tests.service.sources import variant
+from tests.storage.builders import grade
+
+PROBLEM = '''"""Scale by two."""
+import torch
+import torch.nn as nn
+
+KERNELGRADE = {"device": "cpu", "suite": "cpu", "flops": 1024, "tags": ["scale"]}
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def get_inputs():
+    return [torch.randn(32, 32)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_problems_are_listed_and_shown(api: httpx.Client) -> None:
+    listed = api.get("/v1/problems").json()["problems"]
+    assert [p["name"] for p in listed] == ["add_relu"]
+    assert api.get("/v1/problems", params={"suite": "level1"}).json()["problems"] == []
+    shown = api.get("/v1/problems/add_relu").json()
+    assert shown["device"] == "cpu" and shown["precision"] == "fp32" and "class Model" in shown["source"]
+    assert shown["flops"] == 2 * 1024 * 1024 and shown["precision_description"].startswith("fp32")
+
+
+def test_uploading_a_problem_is_idempotent_and_a_change_is_a_new_version(api: httpx.Client) -> None:
+    created = api.post("/v1/problems", json={"name": "scale2", "source": PROBLEM})
+    assert created.status_code == 201 and created.json()["suite"] == "cpu" and created.json()["flops"] == 1024
+    again = api.post("/v1/problems", json={"name": "scale2", "source": PROBLEM})
+    assert again.status_code == 200 and again.json()["version"] == created.json()["version"]
+    changed = api.post("/v1/problems", json={"name": "scale2", "source": PROBLEM.replace("32, 32", "64, 64")})
+    assert changed.status_code == 201 and changed.json()["version"] != created.json()["version"]
+    assert api.get("/v1/problems/scale2").json()["version"] == changed.json()["version"]
+    old = api.get("/v1/problems/scale2", params={"version": created.json()["version"][:12]})
+    assert old.json()["version"] == created.json()["version"]
+
+
+def _graded(api: httpx.Client, database: Database, problem: str, index: int, submitter: str, model: str,
+            verdict: str, speedup: float | None) -> int:
+    body = {"problem": problem, "source": variant(index), "submitter": submitter, "model": model}
+    submission_id: int = api.post("/v1/submissions", json=body).json()["id"]
+    with database.session() as session:
+        view = get_submission(session, submission_id)
+    assert view is not None
+    grade(database, view, verdict, speedup)
+    return submission_id
+
+
+def test_problem_leaderboard_ranks_best_correct_speedups(api: httpx.Client, database: Database) -> None:
+    runs = [("ann", "m1", "correct", 1.2), ("ann", "m1", "correct", 3.0), ("ben", "m2", "correct", 2.0),
+            ("cat", "m1", "flagged", 40.0), ("dan", "m3", "incorrect", None)]
+    ids = [_graded(api, database, "add_relu", i, *run) for i, run in enumerate(runs)]
+    board = api.get("/v1/leaderboards/add_relu").json()
+    assert [(e["rank"], e["submitter"], e["model"], e["speedup"]) for e in board["entries"]] == [
+        (1, "ann", "m1", 3.0), (2, "ben", "m2", 2.0)]
+    assert board["entries"][0]["submission_id"] == ids[1] and board["flagged_excluded"] == 1
+    assert api.get("/v1/leaderboards/add_relu", params={"device": "cuda-h100"}).json()["entries"] == []
+    assert api.get("/v1/leaderboards/add_relu", params={"device": "cpu-x86_64"}).json()["entries"]
+
+
+def test_suite_leaderboard_computes_fast_p_geomean_and_correct_rate(api: httpx.Client, database: Database) -> None:
+    assert api.post("/v1/problems", json={"name": "scale2", "source": PROBLEM}).status_code == 201
+    _graded(api, database, "add_relu", 0, "ann", "m1", "correct", 2.0)
+    _graded(api, database, "scale2", 1, "ann", "m1", "correct", 0.5)
+    _graded(api, database, "scale2", 2, "ann", "m1", "incorrect", None)
+    _graded(api, database, "scale2", 3, "ben", "m2", "correct", 1.6)
+    board = api.get("/v1/leaderboards", params={"suite": "cpu"}).json()
+    assert board["problems"] == 2
+    m1, m2 = sorted(board["entries"], key=lambda e: e["model"])
+    assert m1["fast_p"] == {"0": 1.0, "0.5": 0.5, "0.8": 0.5, "1": 0.5, "1.5": 0.5, "2": 0.0}
+    assert m1["geomean_speedup"] == pytest.approx(1.0) and m1["correct_rate"] == pytest.approx(2 / 3)
+    assert m1["solved_problems"] == 2 and m1["evaluations"] == 3
+    assert m2["fast_p"]["1.5"] == 0.5 and m2["fast_p"]["2"] == 0.0
+    assert m2["geomean_speedup"] == pytest.approx(1.6) and not math.isnan(m2["correct_rate"])
+    assert [e["model"] for e in board["entries"]] == ["m2", "m1"]  # equal fast_1: the geometric mean decides

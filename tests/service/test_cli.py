@@ -1,0 +1,93 @@
+"""The server-side commands, run through the real argument parser against real databases."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from kernelgrade.cli import main
+from kernelgrade.cli.service_commands import add_import_arguments
+from kernelgrade.service.key_material import key_prefix, matches
+from kernelgrade.storage.api_keys import key_by_prefix
+from kernelgrade.storage.database import Database
+from kernelgrade.storage.migrate import head_revision
+from kernelgrade.storage.problems import latest_problem, list_latest_problems
+
+PROBLEM = '''import torch
+import torch.nn as nn
+
+KERNELGRADE = {"device": "cpu", "tags": ["t"]}
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x + {n}
+
+
+def get_inputs():
+    return [torch.randn(8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.fixture
+def env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("KERNELGRADE_DATABASE_URL", database_url)
+    monkeypatch.setenv("KERNELGRADE_DATA_DIR", str(tmp_path))
+    return database_url
+
+
+def test_db_upgrade_and_keys(env: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["db", "upgrade"]) == 0
+    assert f"revision {head_revision()}" in capsys.readouterr().out
+    assert main(["keys", "create", "--name", "ci", "--role", "admin", "--quota", "7"]) == 0
+    created = capsys.readouterr()
+    key = created.out.strip()
+    assert key.startswith("kg_") and "\n" not in key and "shown only this once" in created.err
+    database = Database.connect(env)
+    with database.session() as session:
+        record = key_by_prefix(session, key_prefix(key))
+    database.dispose()
+    assert record is not None and matches(key, record.key_hash) and key not in record.key_hash
+    assert record.role.value == "admin" and record.quota_per_day == 7
+    assert main(["keys", "create", "--name", "ci"]) == 2
+    assert main(["keys", "list"]) == 0
+    assert "ci" in capsys.readouterr().out
+    assert main(["keys", "revoke", "ci"]) == 0 and main(["keys", "revoke", "ci"]) == 2
+
+
+def _import(folder: Path) -> int:
+    parser = argparse.ArgumentParser()
+    add_import_arguments(parser)
+    args = parser.parse_args([str(folder)])
+    code: int = args.handler(args)
+    return code
+
+
+def test_problems_import_is_idempotent_on_content(env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "MyBench" / "level1"
+    folder.mkdir(parents=True)
+    (folder / "1_Add_One.py").write_text(PROBLEM.replace("{n}", "1"))
+    (folder / "2_Add_Two.py").write_text(PROBLEM.replace("{n}", "2"))
+    (folder / "3_Broken.py").write_text("x = 1\n")
+    assert _import(tmp_path / "MyBench") == 1  # one file is not a problem
+    assert "added 2, new versions 0, unchanged 0, errors 1" in capsys.readouterr().out
+    assert _import(tmp_path / "MyBench") == 1
+    assert "added 0, new versions 0, unchanged 2" in capsys.readouterr().out
+    (folder / "3_Broken.py").unlink()
+    (folder / "2_Add_Two.py").write_text(PROBLEM.replace("{n}", "2.5"))
+    assert _import(tmp_path / "MyBench") == 0
+    assert "added 0, new versions 1, unchanged 1" in capsys.readouterr().out
+    database = Database.connect(env)
+    with database.session() as session:
+        names = sorted(p.name for p in list_latest_problems(session, "mybench"))
+        two = latest_problem(session, "2_add_two")
+    database.dispose()
+    assert names == ["1_add_one", "2_add_two"]
+    assert two is not None and "2.5" in two.source and two.level == 1
+    assert _import(tmp_path / "missing") == 2
