@@ -112,6 +112,7 @@ def main() -> int:
     parser.add_argument("--sandbox", default="none")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--cache", type=Path, help="compile cache to use (default: a fresh one)")
+    parser.add_argument("--no-reference-table", action="store_true", help="skip timing the references alone")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="kg-accept-"))
     cache, work = args.cache or root / "cache", root / "work"
@@ -128,7 +129,7 @@ def main() -> int:
         print(json.dumps(verdicts[-1]), flush=True)
     repeats = [row(args.repeat_seed, evaluate(request_for(args.repeat_seed, sources[args.repeat_seed], cache, work),
                                               launcher)) for _ in range(args.repeats)]
-    refs = reference_medians(TimingParams())
+    refs = [] if args.no_reference_table else reference_medians(TimingParams())
     print_tables(verdicts, refs, repeats)
     if args.out:
         args.out.write_text(json.dumps({"verdicts": verdicts, "references": refs, "repeats": repeats}, indent=2))
