@@ -3,14 +3,22 @@ a careful grader gives it (expected.json). The grader must give that verdict and
 
 from __future__ import annotations
 
+import contextlib
 import json
-from dataclasses import dataclass
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kernelgrade.evaluator import Severity, Verdict, evaluate
-from kernelgrade.evaluator.sandbox import make_launcher
+from kernelgrade.evaluator.launcher import Launcher
+from kernelgrade.evaluator.sandbox import SandboxOptions, SandboxUnavailable, make_launcher
 from kernelgrade.problems import find_builtin, load_problem_source
 from tests.conftest import RequestFactory
 
@@ -27,13 +35,17 @@ class Case:
     message_contains: str | None
     timing: bool
     sandbox: str
+    # What the grader's side holds while the case runs (adversarial cases try to reach it):
+    # {"environment": {NAME: VALUE}, "work_root_files": {RELATIVE_PATH: TEXT}, "listen_tcp": [PORT, ...]},
+    # and "sandbox_memory_mib": a memory cap small enough to be reached within the test's call deadline.
+    setup: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def read(cls, folder: Path) -> Case:
         expected = json.loads((folder / "expected.json").read_text())
         return cls(folder.name, folder, Verdict(expected["verdict"]), expected.get("code"), expected.get("finding"),
                    expected.get("message_contains"), bool(expected.get("timing", False)),
-                   str(expected.get("sandbox", "auto")))
+                   str(expected.get("sandbox", "auto")), dict(expected.get("setup", {})))
 
     def problem(self):  # type: ignore[no-untyped-def]
         local = self.folder / "problem.py"
@@ -55,10 +67,12 @@ def _cases() -> list[pytest.param]:  # type: ignore[valid-type]
 
 
 @pytest.mark.parametrize("case", _cases())
-def test_case_gets_expected_verdict(case: Case, make_request: RequestFactory) -> None:
+def test_case_gets_expected_verdict(case: Case, make_request: RequestFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     source = (case.folder / "submission.py").read_bytes().decode("utf-8", errors="surrogateescape")
     request = make_request(case.problem(), source, measure_timing=case.timing)
-    result = evaluate(request, make_launcher(case.sandbox))
+    launcher = _launcher(case)
+    with _arranged(case.setup, request.work_root, monkeypatch):
+        result = evaluate(request, launcher)
     explanation = f"{result.verdict}: {result.failure}\nfindings: {result.findings}\n{result.child_output[-2000:]}"
     assert result.verdict is case.verdict, explanation
     if case.code:
@@ -71,3 +85,45 @@ def test_case_gets_expected_verdict(case: Case, make_request: RequestFactory) ->
         assert not [f for f in result.findings if f.severity is Severity.FLAG], explanation
         if case.timing:
             assert result.speedup is not None and result.speedup > 0
+
+
+def _launcher(case: Case) -> Launcher:
+    memory_mib = case.setup.get("sandbox_memory_mib")
+    options = SandboxOptions(memory_bytes=int(memory_mib) * 1024 * 1024) if memory_mib else None
+    try:
+        launcher = make_launcher(case.sandbox, options=options)
+    except SandboxUnavailable as exc:
+        pytest.skip(f"the {case.sandbox!r} sandbox this case needs is unavailable here: {exc}")
+    cgroups = getattr(launcher, "cgroups", None)
+    if memory_mib and (cgroups is None or cgroups.memory_parent is None):
+        pytest.skip(f"this case needs a memory cgroup: {cgroups.describe() if cgroups else 'none'}")
+    return launcher
+
+
+@contextlib.contextmanager
+def _arranged(setup: dict[str, Any], work_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    secrets = dict(setup.get("environment", {}))
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    for relative, text in setup.get("work_root_files", {}).items():
+        (work_root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (work_root / relative).write_text(text)
+    with contextlib.ExitStack() as stack:
+        for port in setup.get("listen_tcp", []):
+            with contextlib.suppress(OSError):  # taken: a real service listens there, which serves as well
+                stack.enter_context(socket.create_server(("127.0.0.1", int(port))))
+        if secrets:
+            stack.enter_context(_process_holding(secrets))
+        yield
+
+
+@contextlib.contextmanager
+def _process_holding(secrets: dict[str, str]) -> Iterator[None]:
+    """A process with the secrets in its initial environment, as the service's own processes have them:
+    /proc/PID/environ shows only that, so the test process's setenv alone would not expose them."""
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], env={**os.environ, **secrets})
+    try:
+        yield
+    finally:
+        holder.kill()
+        holder.wait()

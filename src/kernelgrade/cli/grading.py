@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kernelgrade.config import Settings
 from kernelgrade.evaluator import DeviceKind, EvalRequest, EvalResult, ProgressFn, TimingParams, TrialPlan, evaluate
-from kernelgrade.evaluator.sandbox import SandboxUnavailable, make_launcher
+from kernelgrade.evaluator.sandbox import SandboxOptions, SandboxUnavailable, make_launcher
 from kernelgrade.problems import ProblemFormatError
 
 # For smoke tests and CI gates that only need a rough speedup: every timing phase stops after 3 s of wall
@@ -36,7 +36,9 @@ def grade_file(problem_ref: str, submission: Path, *, device: str | None = None,
     kind, index = _device(device, problem.device)
     _require_device(kind, index)
     try:
-        launcher = make_launcher(sandbox or settings.sandbox, settings.sandbox_minimum)
+        # The data dir holds the database and other jobs' files: hidden from the children.
+        options = SandboxOptions(hidden=(settings.data_dir,))
+        launcher = make_launcher(sandbox or settings.sandbox, settings.sandbox_minimum, options)
     except SandboxUnavailable as exc:
         raise GradingError(str(exc)) from exc
     request = EvalRequest(

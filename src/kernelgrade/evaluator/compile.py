@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ import torch
 from kernelgrade.evaluator.child_env import child_env, package_root, python_argv
 from kernelgrade.evaluator.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
 from kernelgrade.evaluator.compiler_output import first_errors
-from kernelgrade.evaluator.launcher import ChildSpec, Launcher
+from kernelgrade.evaluator.launcher import ChildSpec, Launcher, ResourceLimits
 from kernelgrade.evaluator.result import Failure, Stage
 
 # Bump when the compile child's behaviour changes, so old cache entries are not trusted.
@@ -85,8 +86,12 @@ def _build(submission_path: Path, init_inputs_path: Path, seed: int, target: Bui
     ext_dir = entry / "ext"
     ext_dir.mkdir(exist_ok=True)
     env = child_env(work_dir, ext_dir, {"MAX_JOBS": str(target.jobs), **arch_env(target)})
+    # Only ext/ is the child's: the entry's status.json and lock stay the judge's. RLIMIT_CPU per compiler
+    # process at the wall limit: one that burns that much CPU is runaway template instantiation.
     spec = ChildSpec(python_argv("kernelgrade.evaluator.compile_child"), env, work_dir,
-                     writable=(entry,), readable=(package_root(),), gpu_index=None, purpose="compile")
+                     writable=(ext_dir,), readable=(package_root(),), gpu_index=None, purpose="compile",
+                     hidden=(entry.parent, work_dir.parent),
+                     limits=ResourceLimits(cpu_seconds=math.ceil(target.timeout_s)))
     child = ChildProcess(launcher.popen(spec))
     command = {"submission": str(submission_path), "init_inputs": str(init_inputs_path), "seed": seed}
     try:

@@ -2,7 +2,8 @@
 
 A launcher turns a ChildSpec into a running process whose stdin carries the judge's commands and whose
 stdout carries the child's replies. The plain subprocess launcher isolates nothing beyond a process
-group of its own; sandboxing launchers wrap the same spec in namespaces and limits.
+group of its own; the sandboxing launchers (bwrap.py, unshare.py, chosen by sandbox.make_launcher) wrap
+the same spec in namespaces and limits.
 """
 
 from __future__ import annotations
@@ -14,6 +15,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+GiB = 1024**3
+
+
+@dataclass(frozen=True)
+class ResourceLimits:
+    """What one child may consume. Sandboxing launchers apply these; SubprocessLauncher applies none.
+
+    Virtual memory is never capped (RLIMIT_AS): CUDA reserves address ranges far larger than any RAM.
+    """
+
+    # RLIMIT_CPU, per process: None for the run child, whose stages have the judge's wall deadlines.
+    cpu_seconds: int | None = None
+    # A PyTorch CUDA process holds a few hundred descriptors (libraries, the driver, pipes); 4096 leaves
+    # room for honest use and stops descriptor exhaustion from reaching the host's table.
+    open_files: int = 4096
+    # Larger than any built extension or output tensor file of a KernelBench problem (at most a few hundred
+    # MiB), small enough that one runaway write cannot fill the disk by itself.
+    file_bytes: int = 4 * GiB
+    # Processes and threads (RLIMIT_NPROC and a pids cgroup where there is one). None: the launcher's default.
+    processes: int | None = None
+    # Memory (a cgroup limit, where the host allows one). None: the launcher's default.
+    memory_bytes: int | None = None
+
 
 @dataclass(frozen=True)
 class ChildSpec:
@@ -22,7 +46,7 @@ class ChildSpec:
     argv: tuple[str, ...]
     env: Mapping[str, str]
     work_dir: Path
-    # Paths the child must be able to write besides its work dir (the compile cache entry).
+    # Paths the child must be able to write besides its work dir (the compile cache entry's build dir).
     writable: tuple[Path, ...] = ()
     # Paths the child must be able to read (the kernelgrade package itself).
     readable: tuple[Path, ...] = ()
@@ -30,6 +54,10 @@ class ChildSpec:
     gpu_index: int | None = None
     purpose: str = "run"
     extra: Mapping[str, str] = field(default_factory=dict)
+    # Directories shared with other jobs (the work root, the compile cache): a sandbox shows the child only
+    # its own work dir and writable dirs inside them, never their siblings.
+    hidden: tuple[Path, ...] = ()
+    limits: ResourceLimits = field(default_factory=ResourceLimits)
 
 
 class Launcher(Protocol):

@@ -6,8 +6,11 @@ The header describes a (possibly nested) list of values: tensors, and JSON scala
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
+import os
+import stat
 import struct
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,7 +49,7 @@ def save(path: Path, values: Sequence[Any]) -> None:
     blobs: list[bytes] = []
     header = [_describe(v, blobs) for v in values]
     raw = json.dumps(header).encode()
-    with open(path, "wb") as f:
+    with os.fdopen(_create_fresh(path), "wb") as f:
         f.write(struct.pack("<Q", len(raw)))
         f.write(raw)
         for blob in blobs:
@@ -70,8 +73,28 @@ def _describe(value: Any, blobs: list[bytes]) -> dict[str, Any]:
     raise TensorFileError(f"cannot store a value of type {type(value).__name__}")
 
 
+def _create_fresh(path: Path) -> int:
+    """A new regular file at `path`, never following a link: the directory may be a child's, and a child
+    that plants a symlink there must not make the judge write through it (O_EXCL never follows links)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a regular file, refusing links, FIFOs and devices a child may have put there."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TensorFileError(f"{path.name} is not a regular file")
+        return f.read()
+
+
 def load(path: Path) -> list[Any]:
-    data = path.read_bytes()
+    try:
+        data = _read_regular(path)
+    except OSError as exc:
+        raise TensorFileError(f"cannot read {path.name}: {exc.strerror}") from exc
     if len(data) < 8:
         raise TensorFileError("file too short")
     (size,) = struct.unpack("<Q", data[:8])

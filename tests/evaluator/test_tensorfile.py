@@ -1,0 +1,54 @@
+"""The judge's tensor files: a round trip, and no way for a child to redirect or block the judge's I/O."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelgrade.evaluator import tensorfile
+
+
+def test_values_round_trip(tmp_path: Path) -> None:
+    values = [torch.randn(3, 4), torch.tensor(2.5, dtype=torch.bfloat16), 7, (1, 2), [torch.arange(5)], None]
+    tensorfile.save(tmp_path / "x.kgt", values)
+    back = tensorfile.load(tmp_path / "x.kgt")
+    assert torch.equal(back[0], values[0])
+    assert back[1].dtype == torch.bfloat16
+    assert back[2:4] == [7, (1, 2)]
+    assert torch.equal(back[4][0], torch.arange(5))
+    assert back[5] is None
+
+
+def test_save_replaces_a_planted_symlink_instead_of_writing_through_it(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    planted = tmp_path / "inputs.kgt"
+    planted.symlink_to(victim)
+    tensorfile.save(planted, [torch.ones(2)])
+    assert victim.read_text() == "precious"
+    assert not planted.is_symlink()
+
+
+def test_load_refuses_links_and_fifos(tmp_path: Path) -> None:
+    real = tmp_path / "real.kgt"
+    tensorfile.save(real, [torch.ones(2)])
+    link = tmp_path / "link.kgt"
+    link.symlink_to(real)
+    with pytest.raises(tensorfile.TensorFileError):
+        tensorfile.load(link)
+    fifo = tmp_path / "fifo.kgt"
+    os.mkfifo(fifo)
+    with pytest.raises(tensorfile.TensorFileError, match="not a regular file"):
+        tensorfile.load(fifo)
+
+
+def test_a_header_that_lies_about_sizes_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "x.kgt"
+    tensorfile.save(path, [torch.ones(4)])
+    data = bytearray(path.read_bytes())
+    path.write_bytes(bytes(data[:-4]))  # truncated payload
+    with pytest.raises(tensorfile.TensorFileError):
+        tensorfile.load(path)
