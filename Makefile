@@ -17,12 +17,14 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# Best effort: the sandbox tests need bubblewrap and util-linux's unshare. Where they cannot be installed
-# (not root, no apt-get, no network) the tests that need them are skipped and say why.
+# Best effort: the sandbox tests need bubblewrap and util-linux's unshare, the page tests Debian's chromium.
+# Where they cannot be installed (not root, no apt-get, no network) the tests that need them are skipped
+# and say why.
 system-deps:
 	@missing=""; \
 	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
 	command -v unshare >/dev/null 2>&1 || missing="$$missing util-linux"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \

@@ -1,0 +1,58 @@
+"""The leaderboard pages: per problem (with a 95% interval on each speedup) and per suite (fast_p)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kernelgrade.service.context import ServiceContext
+from kernelgrade.service.leaderboards import FAST_P, board_for_problem, board_for_suite
+from kernelgrade.service.schemas import BoardEntryOut
+from kernelgrade.storage.page_data import device_classes, results_of
+
+BOARD_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    entry: BoardEntryOut
+    interval: Interval | None
+
+
+def speedup_interval(result: dict[str, Any]) -> Interval | None:
+    """A conservative 95% interval on reference/candidate from the two medians' intervals: the slowest
+    reference over the fastest candidate bounds it from below, and the reverse from above."""
+    reference, candidate = result.get("reference_timing"), result.get("candidate_timing")
+    if not isinstance(reference, dict) or not isinstance(candidate, dict):
+        return None
+    try:
+        ref_low, ref_high = float(reference["ci95_low_ms"]), float(reference["ci95_high_ms"])
+        cand_low, cand_high = float(candidate["ci95_low_ms"]), float(candidate["ci95_high_ms"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if cand_low <= 0 or cand_high <= 0:
+        return None
+    return Interval(ref_low / cand_high, ref_high / cand_low)
+
+
+def problem_leaderboard(context: ServiceContext, name: str, device: str | None) -> dict[str, Any]:
+    board = board_for_problem(context, name, device or None, None, BOARD_LIMIT)
+    with context.database.session() as session:
+        results = results_of(session, [e.submission_id for e in board.entries])
+        devices = device_classes(session)
+    rows = [BoardRow(e, speedup_interval(results.get(e.submission_id, {}))) for e in board.entries]
+    return {"board": board, "rows": rows, "devices": devices, "device": device or ""}
+
+
+def suite_leaderboard(context: ServiceContext, suite: str | None, device: str | None) -> dict[str, Any]:
+    board = board_for_suite(context, suite or None, device or None)
+    with context.database.session() as session:
+        devices = device_classes(session)
+    return {"board": board, "fast_p": [f"{p:g}" for p in FAST_P], "devices": devices, "device": device or "",
+            "suite": suite or ""}
