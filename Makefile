@@ -12,12 +12,13 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q "$(TORCH_SPEC)"
-	$(BIN)/pip install -q -e ".[service,dev]"
+	$(BIN)/pip install -q -e ".[service,scaleout,dev]"
 	touch $(STAMP)
 
 setup: $(STAMP)
 
-# Best effort: the sandbox tests need bubblewrap and util-linux's unshare, the page tests Debian's chromium.
+# Best effort: the sandbox tests need bubblewrap and util-linux's unshare, the page tests Debian's chromium,
+# the compose-file check Debian's docker-compose.
 # Where they cannot be installed (not root, no apt-get, no network) the tests that need them are skipped
 # and say why.
 system-deps:
@@ -25,6 +26,7 @@ system-deps:
 	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
 	command -v unshare >/dev/null 2>&1 || missing="$$missing util-linux"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v docker-compose >/dev/null 2>&1 || missing="$$missing docker-compose"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \

@@ -35,6 +35,8 @@ class Settings:
     # local | celery
     dispatch: str = "local"
     broker_url: str = "redis://127.0.0.1:6379/0"
+    # Prepended to every queue name, so deployments (or concurrent test runs) can share one broker.
+    queue_prefix: str = ""
     compile_jobs: int = 4
     # Concurrent compiles in the embedded worker pool (they overlap the device stage of other jobs).
     compile_workers: int = 1

@@ -32,11 +32,21 @@ def register(commands: Subparsers) -> None:
     serve.add_argument("--host", default=None, help="bind address (default: settings, 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default: settings, 8000)")
     serve.set_defaults(handler=_serve)
+    _register_worker(commands)
     _register_submit(commands)
     _register_keys(commands)
     db = commands.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
     db_sub.add_parser("upgrade", help="apply the schema migrations").set_defaults(handler=_db_upgrade)
+
+
+def _register_worker(commands: Subparsers) -> None:
+    worker = commands.add_parser("worker", help="grade jobs from the broker (KERNELGRADE_DISPATCH=celery)")
+    worker.add_argument("--device-class", default=None,
+                        help="the queue to serve, e.g. cuda-h100 (default: detected from this host's device)")
+    worker.add_argument("--concurrency", type=int, default=None,
+                        help="judges in this worker (default: one per visible GPU, or one CPU judge)")
+    worker.set_defaults(handler=_worker)
 
 
 def _register_submit(commands: Subparsers) -> None:
@@ -109,6 +119,15 @@ def _serve(args: argparse.Namespace) -> int:
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     return run_server(Settings.from_env(**overrides))
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from kernelgrade.service.remote_worker import WorkerOptions, run_worker
+
+    if args.concurrency is not None and args.concurrency < 1:
+        print("--concurrency must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    return run_worker(Settings.from_env(dispatch="celery"), WorkerOptions(args.device_class, args.concurrency))
 
 
 def _db_upgrade(_args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ from kernelgrade.config import Settings
 from kernelgrade.service.body_limit import BodyLimit, BodyTooLarge, body_too_large_message
 from kernelgrade.service.context import ServiceContext
 from kernelgrade.service.errors import error_response, install_handlers
+from kernelgrade.service.pages.routes import install_pages
 from kernelgrade.service.routes import leaderboards, problems, submissions, system
 from kernelgrade.storage.database import Database
 
@@ -29,7 +30,11 @@ Authenticate with `X-API-Key: <key>` or `Authorization: Bearer <key>` unless the
 def create_app(settings: Settings, *, database: Database | None = None, workers: bool | None = None) -> FastAPI:
     """`workers`: run the embedded worker pool in this process (default: unless settings.local_judges is 0)."""
     context = ServiceContext(settings, database or Database.connect(settings.resolved_database_url))
-    start_pool = settings.local_judges != 0 if workers is None else workers
+    if settings.dispatch not in ("local", "celery"):
+        raise ValueError(f"unknown dispatch {settings.dispatch!r}; use local or celery (KERNELGRADE_DISPATCH)")
+    # With a broker the judges are `kernelgrade worker` processes; an embedded pool would race them.
+    embedded = settings.local_judges != 0 and settings.dispatch == "local"
+    start_pool = embedded if workers is None else workers
     app = FastAPI(title="kernelgrade", version=__version__, description=DESCRIPTION,
                   lifespan=_lifespan(context, start_pool, owns_database=database is None))
     app.state.context = context
@@ -38,6 +43,7 @@ def create_app(settings: Settings, *, database: Database | None = None, workers:
     app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
     for module in (submissions, problems, leaderboards, system):
         app.include_router(module.router)
+    install_pages(app)
     return app
 
 
@@ -47,6 +53,10 @@ def _lifespan(context: ServiceContext, start_pool: bool,
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         announce_mode(context.settings)
         pool = None
+        if context.settings.dispatch == "celery":
+            from kernelgrade.service.celery_app import CelerySender
+
+            context.sender = CelerySender(context.settings)
         if start_pool:
             from kernelgrade.service.pool import WorkerPool
 
@@ -58,6 +68,9 @@ def _lifespan(context: ServiceContext, start_pool: bool,
             if pool is not None:
                 context.pool = None
                 await run_in_threadpool(pool.stop)
+            if context.sender is not None:
+                context.sender.close()
+                context.sender = None
             if owns_database:
                 context.database.dispose()
 

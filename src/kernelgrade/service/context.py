@@ -16,16 +16,27 @@ class Waker(Protocol):
     def notify(self) -> None: ...
 
 
+class Sender(Protocol):
+    """Carries a queued job's id to the workers of its routing key (a broker, with dispatch = celery)."""
+
+    def send(self, evaluation_id: int, routing_key: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass
 class ServiceContext:
     settings: Settings
     database: Database
     limiter: RateLimiter = field(default_factory=RateLimiter)
     pool: Waker | None = None
+    sender: Sender | None = None
 
-    def wake_workers(self) -> None:
+    def job_queued(self, evaluation_id: int, routing_key: str) -> None:
         if self.pool is not None:
             self.pool.notify()
+        if self.sender is not None:
+            self.sender.send(evaluation_id, routing_key)
 
 
 def get_context(request: Request) -> ServiceContext:

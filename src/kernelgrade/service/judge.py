@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from enum import Enum
 
 from kernelgrade.config import Settings
 from kernelgrade.evaluator import EvalResult, Launcher, Progress, Stage, evaluate
@@ -28,6 +29,12 @@ log = logging.getLogger(__name__)
 # correctness loop from turning into a write storm on SQLite.
 PROGRESS_INTERVAL_S = 0.5
 RUNNING_STAGES = {Stage.LOAD, Stage.CORRECTNESS, Stage.TIMING}
+
+
+class GradeOutcome(Enum):
+    GRADED = "graded"
+    REQUEUED = "requeued"
+    SKIPPED = "skipped"
 
 
 @dataclass
@@ -61,20 +68,30 @@ class Judge:
                 continue
             self._grade(job)
 
-    def _claim(self) -> ClaimedJob | None:
+    def _claim(self, only: int | None = None) -> ClaimedJob | None:
         lease = Lease(self.owner, self.settings.lease_seconds)
         with self.database.session() as session:
-            return claim_next(session, lease, dict(self.slot.routes), self.settings.max_attempts)
+            return claim_next(session, lease, dict(self.slot.routes), self.settings.max_attempts, only=only)
 
-    def _grade(self, job: ClaimedJob) -> None:
+    def grade_delivered(self, evaluation_id: int) -> GradeOutcome:
+        """Claim and grade the one job a broker delivered. A job that is done, leased by a live worker, or
+        not ours to serve is skipped: that is how a task delivered twice is graded once."""
+        job = self._claim(only=evaluation_id)
+        if job is None:
+            return GradeOutcome.SKIPPED
+        return GradeOutcome.REQUEUED if self._grade(job) else GradeOutcome.GRADED
+
+    def _grade(self, job: ClaimedJob) -> bool:
+        """Grade and record; True if the job went back to the queue (a grader fault with attempts left)."""
         self.state.current = job.evaluation_id
         log.info("judge %s: evaluation %d (%s), attempt %d", self.slot.name, job.evaluation_id, job.problem.name,
                  job.attempt)
         try:
-            self._record(job, self._evaluate(job))
+            return self._record(job, self._evaluate(job))
         except Exception:  # the database failed: the lease is no longer renewed, lapses, and the job is retried
             log.exception("judge %s: recording evaluation %d failed; it will be retried when its lease expires",
                           self.slot.name, job.evaluation_id)
+            return False
         finally:
             self.state.current, self.state.timing = None, False
 
@@ -89,9 +106,10 @@ class Judge:
             return grader_fault(exc, job.problem.name, job.problem.content_hash)
         return outcome_from_result(result)
 
-    def _record(self, job: ClaimedJob, outcome: JobOutcome) -> None:
+    def _record(self, job: ClaimedJob, outcome: JobOutcome) -> bool:
+        requeue = outcome.verdict == "error" and job.attempt < self.settings.max_attempts
         with self.database.session() as session:
-            if outcome.verdict == "error" and job.attempt < self.settings.max_attempts:
+            if requeue:
                 kept = requeue_job(session, job.evaluation_id, self.owner,
                                    f"attempt {job.attempt}: {outcome.error_summary or 'grader error'}")
             else:
@@ -101,6 +119,7 @@ class Judge:
         else:
             log.warning("judge %s: lost the lease on evaluation %d; its result was discarded", self.slot.name,
                         job.evaluation_id)
+        return requeue and kept
 
 
 class ProgressWriter:

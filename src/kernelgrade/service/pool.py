@@ -43,9 +43,12 @@ class WorkerPool:
         self.heartbeat = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
 
     @classmethod
-    def start(cls, settings: Settings, database: Database) -> WorkerPool:
+    def start(cls, settings: Settings, database: Database, slots: list[JudgeSlot] | None = None, *,
+              polling: bool = True) -> WorkerPool:
+        """`polling`: judges look for queued jobs themselves (embedded). Off, they only grade the jobs handed
+        to them (Judge.grade_delivered, from a broker's tasks); the heartbeat still renews their leases."""
         launcher = pool_launcher(settings)
-        slots = discover_judges(settings.local_judges)
+        slots = slots if slots is not None else discover_judges(settings.local_judges)
         stopping = threading.Event()
         prefix = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         judges = [Judge(slot, f"{prefix}:{slot.name}", settings, database, launcher, threading.Event(), stopping)
@@ -56,9 +59,10 @@ class WorkerPool:
                                 lambda: cpu_only and any(j.state.timing for j in judges), threading.Event(), stopping)
         pool = cls(settings, database, judges, compiler, stopping)
         pool._register(slots, launcher.level)
-        for judge in judges:
-            judge.start()
-        compiler.start()
+        if polling:
+            for judge in judges:
+                judge.start()
+            compiler.start()
         pool.heartbeat.start()
         log.info("worker pool: %s (sandbox %s)", ", ".join(f"{s.name}={s.device_class}" for s in slots), launcher.level)
         return pool
@@ -104,21 +108,27 @@ class WorkerPool:
                          self.settings.lease_seconds)
             heartbeat(session, current)
 
-    def stop(self) -> None:
-        """Stop claiming; give running jobs back to the queue (without counting the attempt) for the next start."""
+    def stop(self) -> list[int]:
+        """Stop claiming; give running jobs back to the queue (without counting the attempt) for the next start.
+        Returns the ids of the jobs given back."""
         self.stopping.set()
         self.notify()
+        given_back: list[int] = []
         try:
             with self.database.session() as session:
                 for judge in self.judges:
-                    if judge.state.current is not None:
-                        requeue_job(session, judge.state.current, judge.owner, "the server stopped during grading;"
-                                    " requeued", refund_attempt=True)
+                    current = judge.state.current
+                    if current is not None and requeue_job(session, current, judge.owner, "the server stopped"
+                                                           " during grading; requeued", refund_attempt=True):
+                        given_back.append(current)
                 remove_workers(session, [j.owner for j in self.judges])
         except Exception:
             log.exception("could not hand running jobs back; their leases will expire instead")
         for thread in (self.heartbeat, self.compiler.thread, *(j.thread for j in self.judges)):
+            if thread.ident is None:  # never started (a pool without polling)
+                continue
             thread.join(timeout=STOP_JOIN_S if thread is self.heartbeat else 0.1)
+        return given_back
 
 
 def pool_launcher(settings: Settings) -> Launcher:

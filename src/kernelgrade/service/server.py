@@ -30,7 +30,7 @@ def prepare_database(settings: Settings) -> Database:
     return database
 
 
-def _pool_ready(settings: Settings) -> bool:
+def pool_ready(settings: Settings) -> bool:
     """Refuse to start (with the reason) where the judges could not isolate submissions as required, or
     the settings name an unknown grading profile."""
     from kernelgrade.evaluator.sandbox import SandboxUnavailable
@@ -56,7 +56,7 @@ def run_server(settings: Settings) -> int:
     from kernelgrade.service.app import create_app
 
     configure_logging(settings.log_level)
-    if settings.local_judges != 0 and not _pool_ready(settings):
+    if settings.local_judges != 0 and not pool_ready(settings):
         return 2
     database = prepare_database(settings)
     app = create_app(settings, database=database)

@@ -45,8 +45,9 @@ def submit(context: ServiceContext, principal: Principal, body: SubmissionIn) ->
     with context.database.session() as session:
         enforce_quota(session, context, principal, 1)
         accepted = _submit_in(session, principal, body)
-    if accepted.created:
-        context.wake_workers()
+    evaluation = accepted.view.evaluation
+    if accepted.created and evaluation is not None:
+        context.job_queued(evaluation.id, evaluation.requested_device)
     return Accepted(accepted.view, accepted.created, _routing_warnings(context, accepted.view))
 
 

@@ -51,20 +51,22 @@ def _free(now: datetime) -> ColumnElement[bool]:
     return or_(EvaluationRow.lease_owner.is_(None), EvaluationRow.lease_expires < now)
 
 
-def _claimable(serves: Sequence[str], max_attempts: int, now: datetime) -> ColumnElement[bool]:
-    return and_(EvaluationRow.status.in_(UNFINISHED), EvaluationRow.requested_device.in_(list(serves)),
-                EvaluationRow.attempts < max_attempts, _free(now))
+def _claimable(serves: Sequence[str], max_attempts: int, now: datetime, only: int | None) -> ColumnElement[bool]:
+    condition = and_(EvaluationRow.status.in_(UNFINISHED), EvaluationRow.requested_device.in_(list(serves)),
+                     EvaluationRow.attempts < max_attempts, _free(now))
+    return condition if only is None else and_(condition, EvaluationRow.id == only)
 
 
 def claim_next(session: Session, lease: Lease, routes: Mapping[str, str], max_attempts: int,
-               now: datetime | None = None) -> ClaimedJob | None:
+               now: datetime | None = None, *, only: int | None = None) -> ClaimedJob | None:
     """Take the oldest claimable job whose routing key is in `routes`, or None. `routes` maps each routing
-    key the worker serves to the device class it grades such jobs on (recorded on the evaluation)."""
+    key the worker serves to the device class it grades such jobs on (recorded on the evaluation).
+    `only`: claim that evaluation or nothing (a task carrying its id, delivered by a broker)."""
     now = now or utcnow()
     serves = list(routes)
     device_class = case(*((EvaluationRow.requested_device == key, cls) for key, cls in routes.items()))
     fail_exhausted(session, serves, max_attempts, now)
-    candidate = (select(EvaluationRow.id).where(_claimable(serves, max_attempts, now))
+    candidate = (select(EvaluationRow.id).where(_claimable(serves, max_attempts, now, only))
                  .order_by(EvaluationRow.id).limit(1).with_for_update(skip_locked=True).scalar_subquery())
     claimed = session.execute(
         update(EvaluationRow)
