@@ -1,53 +1,169 @@
-"""Cross-checks of the child's timing claims against what the judge observed itself (THREATS.md 1-5, 14)."""
+"""Cross-checks of the child's claims against what the judge observed itself, and the child's own integrity
+report turned into findings (THREATS.md 1-5, 8, 14, 16, 20)."""
 
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
+from kernelgrade.evaluator.guard import is_clock
+from kernelgrade.evaluator.proctree import TreeCount
 from kernelgrade.evaluator.result import Finding, Severity
-from kernelgrade.evaluator.session import Integrity, TimedReply
+from kernelgrade.evaluator.roofline import RooflineFloor
+from kernelgrade.evaluator.session import Extensions, Integrity, TimedReply
 
 # Host-side slack per rep beyond the reference's own: launch latency and scheduler noise on a busy host.
 WALL_GAP_SLACK_MS = 0.5
-# The timed phase's fixed cost outside the reps (allocating the flush buffer, one reply) is well under this.
-OUTER_SETUP_SLACK_MS = 250.0
+# Per rep, the candidate's loop overhead outside its reported times (input copy, flush, fingerprint, freeing
+# its outputs) may exceed the reference's (the larger of its two runs) by this factor plus PER_REP_SLACK_MS:
+# on a loaded 2-core CI machine the same loop's overhead was seen to vary 2x between runs a second apart, and
+# an honest kernel that frees a large workspace after each call costs a little more than the reference.
+OVERHEAD_FACTOR = 3.0
+PER_REP_SLACK_MS = 1.0
+# The candidate's timed phase has fixed costs the reference's loop has not: one request and reply over the
+# pipe, the harness's end-of-phase integrity checks and the JSON of up to 1000 samples; a few ms together.
+OUTER_FIXED_SLACK_MS = 25.0
+# Unaccounted time smaller than this share of the reported total is left alone: within what loop noise can
+# explain on a busy host, and a fake that small changes a speedup by less than 1.5x.
+OUTER_MIN_SHARE = 0.5
 # Speedups above this are rare enough that a person should look before they are believed (THREATS.md 20).
 REVIEW_SPEEDUP = 10.0
 
 
-def timing_findings(candidate: TimedReply, reference_wall_gap_ms: float, reference_outer_gap_ms: float
-                    ) -> list[Finding]:
-    findings = []
-    gaps = [w - d for w, d in zip(candidate.wall_ms, candidate.device_ms, strict=True)]
-    median_wall = statistics.median(candidate.wall_ms)
-    excess = statistics.median(gaps) - reference_wall_gap_ms
-    if excess > max(WALL_GAP_SLACK_MS, 0.2 * median_wall):
-        findings.append(Finding("work_outside_timed_stream", Severity.FLAG,
-            f"each call's device-wide wall time ({median_wall:.3f} ms median) exceeds its event time by"
-            f" {excess:.3f} ms more than the reference's: work ran on another stream or thread after the end"
-            " event, so the event time understates the kernel."))
-    outer_gap = candidate.outer_seconds * 1000.0 - sum(candidate.wall_ms)
-    allowed = 2.0 * max(reference_outer_gap_ms, 0.0) + OUTER_SETUP_SLACK_MS
-    if outer_gap > allowed and outer_gap > 0.25 * sum(candidate.wall_ms):
-        findings.append(Finding("timing_inconsistent", Severity.FLAG,
-            f"the judge's own clock saw the timed phase take {candidate.outer_seconds * 1000:.1f} ms but the"
-            f" child reported {sum(candidate.wall_ms):.1f} ms of reps; {outer_gap:.1f} ms are unaccounted for"
-            " (a patched clock or work hidden between reps)."))
+@dataclass(frozen=True)
+class ReferenceLoop:
+    """What the judge measured about its own loop when timing the reference (the lower of two runs)."""
+
+    wall_gap_ms: float  # median per-rep (wall - device) time, the lower of the two runs
+    overhead_per_rep_ms: float  # (outer clock - sum of rep walls) / reps, the higher of the two runs
+
+
+def timing_findings(candidate: TimedReply, reference: ReferenceLoop) -> list[Finding]:
+    findings = [*_stream_findings(candidate, reference), *_outer_findings(candidate, reference)]
+    if candidate.clock_tampered_reps > 0:
+        findings.append(Finding("timer_patched", Severity.FLAG,
+            f"the harness's clock was rebound during {candidate.clock_tampered_reps} of {len(candidate.wall_ms)}"
+            " timed reps (and put back before the checks between the harness's operations)."))
+    if candidate.l2_limit_before > 0:
+        findings.append(_l2_finding(candidate.l2_limit_before))
     return findings + integrity_findings(candidate.integrity)
 
 
+def _stream_findings(candidate: TimedReply, reference: ReferenceLoop) -> list[Finding]:
+    gaps = [w - d for w, d in zip(candidate.wall_ms, candidate.device_ms, strict=True)]
+    median_wall = statistics.median(candidate.wall_ms)
+    excess = statistics.median(gaps) - reference.wall_gap_ms
+    if excess <= max(WALL_GAP_SLACK_MS, 0.2 * median_wall):
+        return []
+    return [Finding("work_outside_timed_stream", Severity.FLAG,
+        f"each call's device-wide wall time ({median_wall:.3f} ms median) exceeds its event time by"
+        f" {excess:.3f} ms more than the reference's: work ran on another stream or thread after the end"
+        " event, so the event time understates the kernel.")]
+
+
+def _outer_findings(candidate: TimedReply, reference: ReferenceLoop) -> list[Finding]:
+    reps, reported = len(candidate.wall_ms), sum(candidate.wall_ms)
+    gap = candidate.outer_seconds * 1000.0 - reported
+    per_rep = max(0.0, reference.overhead_per_rep_ms)
+    allowed = reps * (OVERHEAD_FACTOR * per_rep + PER_REP_SLACK_MS) + OUTER_FIXED_SLACK_MS
+    if gap <= allowed or gap <= OUTER_MIN_SHARE * reported:
+        return []
+    return [Finding("timing_inconsistent", Severity.FLAG,
+        f"the judge's own clock saw the timed phase take {candidate.outer_seconds * 1000:.1f} ms but the"
+        f" child reported {reported:.1f} ms over {reps} reps; {gap:.1f} ms are unaccounted for where the"
+        f" reference's loop needed at most {allowed:.1f} ms (a patched clock or work hidden between reps).")]
+
+
 def integrity_findings(integrity: Integrity) -> list[Finding]:
-    findings = []
-    if integrity.replaced_functions:
-        findings.append(Finding("timer_patched", Severity.FLAG,
-            "the submission replaced harness functions: " + ", ".join(integrity.replaced_functions)))
+    findings = _patch_findings(integrity)
     if integrity.precision_flags_changed:
         findings.append(Finding("precision_flags_changed", Severity.FLAG,
             "the submission changed global precision settings: " + ", ".join(integrity.precision_flags_changed)))
+    if integrity.torch_modes:
+        findings.append(Finding("torch_mode_installed", Severity.FLAG,
+            f"the submission left {' and '.join(integrity.torch_modes)} installed after its call: a mode sees"
+            " every operation the harness makes and can compute outputs lazily, when they are inspected."))
+    if integrity.l2_limit_bytes > 0:
+        findings.append(_l2_finding(integrity.l2_limit_bytes))
     if integrity.extra_threads > 0:
         findings.append(Finding("background_threads", Severity.REVIEW,
-            f"{integrity.extra_threads} thread(s) appeared during the calls"))
+            f"{integrity.extra_threads} thread(s) appeared during the calls (counted by the child)"))
     return findings
+
+
+def _patch_findings(integrity: Integrity) -> list[Finding]:
+    clocks = [n for n in integrity.replaced_functions if is_clock(n)]
+    others = [n for n in integrity.replaced_functions if not is_clock(n)]
+    if integrity.extensions.tampered:
+        others.append("sys.setprofile (the harness's record of extension calls)")
+    findings = []
+    if clocks:
+        findings.append(Finding("timer_patched", Severity.FLAG,
+            "the submission replaced timing functions the harness relies on: " + _listed(clocks)))
+    if others:
+        findings.append(Finding("harness_patched", Severity.FLAG,
+            "the submission replaced functions the harness relies on: " + _listed(others)))
+    return findings
+
+
+def _listed(names: list[str], most: int = 8) -> str:
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
+def _l2_finding(limit: int) -> Finding:
+    return Finding("l2_persistence", Severity.FLAG,
+        f"the submission set aside {limit} bytes of L2 for persisting lines: data kept there survives the"
+        " cache flush between timed calls (the harness reset it before timing and demoted the lines before"
+        " every rep).")
+
+
+def extension_findings(extensions: Extensions, uses_torch_ops: bool) -> list[Finding]:
+    """Was the compiled kernel what computed the output? (THREATS.md 16)"""
+    if extensions.raised and not extensions.returned:
+        return [Finding("kernel_failed_fallback", Severity.FLAG,
+            f"{_listed(list(extensions.raised))} raised during forward() and the submission caught the exception"
+            " and returned an output anyway: no function of its extensions ever completed, so a fallback, not"
+            " the kernel, computed it.")]
+    if extensions.raised:
+        return [Finding("kernel_raised", Severity.REVIEW,
+            f"{_listed(list(extensions.raised))} raised during forward() and the submission caught it; other"
+            f" extension functions ({_listed(list(extensions.returned))}) did complete")]
+    if not extensions.modules or extensions.called or uses_torch_ops:
+        return []
+    if extensions.called_at_load:
+        return [Finding("extension_not_called_in_forward", Severity.REVIEW,
+            f"the submission's extension functions ({_listed(list(extensions.called_at_load))}) ran only while"
+            " loading, never in"
+            " forward() (a captured CUDA graph replayed there, or a kernel that does not compute the output)")]
+    return [Finding("extension_never_called", Severity.FLAG,
+        f"the submission built {_listed(list(extensions.modules))} but never called any of its functions in"
+        " any checked call: the output was computed by something else (PyTorch, most likely).")]
+
+
+def process_findings(baseline: TreeCount | None, now: TreeCount | None, when: str) -> list[Finding]:
+    """The judge's own /proc count of the child's tree against the count after loading."""
+    if baseline is None or now is None:
+        return []
+    findings = []
+    if now.processes > baseline.processes:
+        findings.append(Finding("processes_appeared", Severity.REVIEW,
+            f"{now.processes - baseline.processes} process(es) appeared in the child's tree {when}"
+            " (seen by the judge in /proc): work in another process can finish after forward() returns"))
+    if now.threads > baseline.threads:
+        findings.append(Finding("threads_appeared", Severity.REVIEW,
+            f"{now.threads - baseline.threads} thread(s) appeared in the child's tree {when} (seen by the judge"
+            " in /proc): a thread pool of the submission's, or a thread finishing work after forward() returns"))
+    return findings
+
+
+def roofline_findings(median_ms: float, floor: RooflineFloor | None) -> list[Finding]:
+    if floor is None or median_ms >= floor.floor_ms:
+        return []
+    return [Finding("below_roofline", Severity.FLAG,
+        f"the candidate's median {median_ms:.4f} ms is below the roofline floor of {floor.floor_ms:.4f} ms"
+        f" ({floor.device} peaks / {floor.safety:g}, compute basis {floor.basis}): no kernel can do this"
+        " problem's FLOPs and memory traffic that fast, so the clock or the work is not what it seems.")]
 
 
 def speedup_findings(speedup: float | None) -> list[Finding]:

@@ -7,12 +7,13 @@ become `error`.
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import statistics
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +24,18 @@ import torch
 from kernelgrade.evaluator import environment, precision_flags, tensorfile, timing
 from kernelgrade.evaluator.compare import check_structure, compare_values
 from kernelgrade.evaluator.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
-from kernelgrade.evaluator.crosscheck import integrity_findings, speedup_findings, timing_findings
+from kernelgrade.evaluator.crosscheck import (
+    ReferenceLoop,
+    extension_findings,
+    integrity_findings,
+    process_findings,
+    roofline_findings,
+    speedup_findings,
+    timing_findings,
+)
+from kernelgrade.evaluator.l2 import PersistingL2
 from kernelgrade.evaluator.launcher import Launcher, SubprocessLauncher
+from kernelgrade.evaluator.proctree import TreeCount, count_tree
 from kernelgrade.evaluator.reference import Reference, derive_seed, to_device
 from kernelgrade.evaluator.request import EvalRequest, TimingParams
 from kernelgrade.evaluator.result import (
@@ -38,7 +49,18 @@ from kernelgrade.evaluator.result import (
     TrialResult,
     Verdict,
 )
-from kernelgrade.evaluator.session import CallReply, RunSession, StageFailed
+from kernelgrade.evaluator.roofline import RooflineFloor, floor_for
+from kernelgrade.evaluator.session import CallReply, Integrity, RunSession, StageFailed
+from kernelgrade.evaluator.static_scan import scan_submission
+from kernelgrade.evaluator.tensor_checks import fingerprints
+
+# The child re-fingerprints each output after a device-wide synchronize and a settle of this many times the
+# reference's own time: work finishing an output late takes about as long as computing it, so twice that
+# lets it show. The bounds are the child's (run_child.MIN_SETTLE_S, MAX_SETTLE_S), repeated so the judge
+# states what it asks for.
+SETTLE_FACTOR = 2.0
+MIN_SETTLE_S = 0.002
+MAX_SETTLE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -116,6 +138,11 @@ class _Evaluation:
         self.method: TimingMethod | None = None
         self.compiled: CompileOutcome | None = None
         self.child_output = ""
+        self.roofline: RooflineFloor | None = None
+        self.baseline: TreeCount | None = None
+        self.last_integrity: Integrity | None = None
+        # Secret trials and timing inputs must be unpredictable even where the deployment set no secret.
+        self.secret = request.trials.secret or secrets.token_hex(16)
         request.work_root.mkdir(parents=True, exist_ok=True)
         self.work_dir = Path(tempfile.mkdtemp(prefix="job-", dir=request.work_root))
 
@@ -141,14 +168,25 @@ class _Evaluation:
             rejected = validate_submission(request.submission, request.problem.source, request.max_source_bytes)
         if rejected:
             return self.result(Verdict.REJECTED, rejected)
+        self._note(scan_submission(request.submission, request.problem.source, request.problem.torch_ops))
         try:
             self._run_stages()
         except _Verdicted as ended:
-            return self.result(_verdict_for(ended.failure), ended.failure)
+            return self._ended(ended.failure)
         flags = [f for f in self.findings if f.severity is Severity.FLAG]
         if flags:
             return self.result(Verdict.FLAGGED, Failure(Stage(self.stage), flags[0].code, flags[0].message))
         return self.result(Verdict.CORRECT, None)
+
+    def _ended(self, failure: Failure) -> EvalResult:
+        """A wrong output after an integrity check failed is the cheat's consequence: the verdict names the
+        cheat (`flagged`) and keeps the wrong output as a finding. Crashes and timeouts keep their verdicts."""
+        verdict = _verdict_for(failure)
+        flags = [f for f in self.findings if f.severity is Severity.FLAG]
+        if verdict is not Verdict.INCORRECT or not flags:
+            return self.result(verdict, failure)
+        self._add_finding(Finding(failure.code, Severity.INFO, f"the output was also wrong: {failure.message}"))
+        return self.result(Verdict.FLAGGED, Failure(failure.stage, flags[0].code, flags[0].message))
 
     def _run_stages(self) -> None:
         reference = Reference(self.request.problem, self.device, self.request.trials.seed)
@@ -178,17 +216,25 @@ class _Evaluation:
         limits = self.request.limits
         with self._stage(Stage.LOAD, "loading ModelNew"):
             child_device = "cuda:0" if self.device.type == "cuda" else "cpu"
-            session.load(submission, init, self.request.trials.seed, child_device, limits.load_s)
+            self._note(integrity_findings(session.load(submission, init, self.request.trials.seed, child_device,
+                                                       limits.load_s)))
+            self.baseline = count_tree(session.child.proc.pid)
         with self._stage(Stage.CORRECTNESS, "checking correctness"):
             self._correctness(session, reference)
+        if self.last_integrity is not None:
+            self._note(extension_findings(self.last_integrity.extensions, "torch.ops." in self.request.submission))
+        self._note(process_findings(self.baseline, count_tree(session.child.proc.pid), "during the checked calls"))
         if self.request.measure_timing:
             with self._stage(Stage.TIMING, "timing"):
                 self._timing(session, reference)
+            self._note(process_findings(self.baseline, count_tree(session.child.proc.pid), "by the end of timing"))
 
     def _trial_seeds(self) -> list[tuple[int, bool, int]]:
+        """Public trials derive from the request's seed alone; secret ones and the timing sets also from the
+        secret, which never reaches the child (it gets input files, never seeds)."""
         plan = self.request.trials
         public = [(i, False, derive_seed(plan.seed, "trial", i, "")) for i in range(plan.public_trials)]
-        secret = [(plan.public_trials + j, True, derive_seed(plan.seed, "secret", j, plan.secret))
+        secret = [(plan.public_trials + j, True, derive_seed(plan.seed, "secret", j, self.secret))
                   for j in range(plan.secret_trials)]
         return public + secret
 
@@ -197,24 +243,29 @@ class _Evaluation:
         for done, (index, secret, seed) in enumerate(seeds):
             self.progress(Progress(Stage.CORRECTNESS, "correctness", done, len(seeds)))
             inputs = reference.make_inputs(seed)
+            started = time.perf_counter()
             refs, oracles = reference.outputs(inputs)
+            settle = _settle_s(time.perf_counter() - started)
             inputs_path, outputs_path = self.work_dir / "trial_inputs.kgt", self.work_dir / "trial_outputs.kgt"
             tensorfile.save(inputs_path, inputs)
             reply = session.call(inputs_path, outputs_path, [r.numel() * r.element_size() for r in refs],
-                                 self.request.limits.call_s)
-            self._judge_call(index, secret, reply, tensorfile.load(outputs_path), refs, oracles)
+                                 self.request.limits.call_s, settle)
+            outs = to_device(tensorfile.load(outputs_path), self.device)
+            self._judge_call(index, secret, reply, _mutated(inputs, reply), outs, (refs, oracles))
         self.progress(Progress(Stage.CORRECTNESS, "correctness", len(seeds), len(seeds)))
 
-    def _judge_call(self, index: int, secret: bool, reply: CallReply, outs: list[Any],
-                    refs: list[torch.Tensor], oracles: list[torch.Tensor] | None) -> None:
-        self.findings.extend(f for f in integrity_findings(reply.integrity) if f not in self.findings)
+    def _judge_call(self, index: int, secret: bool, reply: CallReply, mutated: list[int], outs: list[Any],
+                    expected: tuple[list[torch.Tensor], list[torch.Tensor] | None]) -> None:
+        refs, oracles = expected
+        self.last_integrity = reply.integrity
+        self._note(integrity_findings(reply.integrity))
         if reply.changed_after_return:
             self._add_finding(Finding("output_changed_after_return", Severity.FLAG,
                 "the output kept changing after forward() returned: it was still being written by work the"
-                " harness did not wait for (another stream, a thread, or a batched future call)."))
+                " harness did not wait for (another stream, a thread or process, or a batched future call)."))
         structure = check_structure(reply.outputs, refs, self.device.type)
-        if structure is None and reply.mutated_inputs:
-            which = ", ".join(str(i) for i in reply.mutated_inputs)
+        if structure is None and mutated:
+            which = ", ".join(str(i) for i in mutated)
             structure = _comparison_failure("input_mutated", f"forward() modified input(s) {which} in place;"
                                             " the reference does not. Work on copies or new tensors.")
         comparison = structure or compare_values(outs, refs, oracles, self.request.problem.precision)
@@ -231,51 +282,74 @@ class _Evaluation:
         if all(f.code != finding.code for f in self.findings):
             self.findings.append(finding)
 
+    def _note(self, findings: Iterable[Finding]) -> None:
+        for finding in findings:
+            self._add_finding(finding)
+
     def _timing(self, session: RunSession, reference: Reference) -> None:
         params, plan, limits = self.request.timing, self.request.trials, self.request.limits
-        sets = [reference.make_inputs(derive_seed(plan.seed, "timing", k, plan.secret))
+        sets = [reference.make_inputs(derive_seed(plan.seed, "timing", k, self.secret))
                 for k in range(params.input_sets)]
         paths = [self.work_dir / f"timing_{k}.kgt" for k in range(len(sets))]
         for path, values in zip(paths, sets, strict=True):
             tensorfile.save(path, values)
         flush_bytes = params.flush_bytes or timing.default_flush_bytes(self.device)
-        self.method = _method(params, flush_bytes, self.device)
-        device_sets = [to_device(s, self.device) for s in sets]
+        rotation = timing.InputRotation([to_device(s, self.device) for s in sets])
         self.progress(Progress(Stage.TIMING, "timing the reference", 0, 3))
-        before = _time_reference(reference, device_sets, params, flush_bytes)
+        before = _time_reference(reference, rotation, params, flush_bytes)
         self.progress(Progress(Stage.TIMING, "timing the candidate", 1, 3))
-        session.warmup(paths, params, limits.timing_s)
-        timed_outputs = self.work_dir / "timed_outputs.kgt"
-        candidate = session.time(params, flush_bytes, timed_outputs, limits.timing_s)
+        settle = _settle_s(statistics.median(before.raw.wall_ms) / 1000.0)
+        self._note(integrity_findings(session.warmup(paths, params, flush_bytes, limits.timing_s, settle)))
+        candidate = session.time(params, limits.timing_s)
         self.progress(Progress(Stage.TIMING, "timing the reference again", 2, 3))
-        after = _time_reference(reference, device_sets, params, flush_bytes)
-        del device_sets
+        after = _time_reference(reference, rotation, params, flush_bytes)
+        del rotation
+        self.method = _method(params, flush_bytes, self.device, candidate.l2_status)
         ref_samples = before.raw.device_ms + after.raw.device_ms
         self.reference_timing = timing.summarize(ref_samples, f"{before.raw.stop_reason}+{after.raw.stop_reason}")
         self.candidate_timing = timing.summarize(candidate.device_ms, candidate.stop_reason)
-        for finding in timing_findings(candidate, min(before.wall_gap_ms, after.wall_gap_ms),
-                                       min(before.outer_gap_ms, after.outer_gap_ms)):
-            self._add_finding(finding)
+        loop = ReferenceLoop(min(before.wall_gap_ms, after.wall_gap_ms),
+                             max(before.overhead_per_rep_ms, after.overhead_per_rep_ms))
+        self._note(timing_findings(candidate, loop))
         if plan.recheck_timed_outputs:
-            self._recheck(reference, sets, timed_outputs)
-        for finding in speedup_findings(self.speedup()):
-            self._add_finding(finding)
+            self._recheck_timed(session, reference, sets)
+        self._check_roofline()
+        self._note(speedup_findings(self.speedup()))
         self.progress(Progress(Stage.TIMING, "timing", 3, 3))
 
+    def _check_roofline(self) -> None:
+        if self.device.type == "cuda" and self.candidate_timing is not None:
+            self.roofline = floor_for(self.request.problem, torch.cuda.get_device_name(self.device))
+            self._note(roofline_findings(self.candidate_timing.median_ms, self.roofline))
+
+    def _recheck_timed(self, session: RunSession, reference: Reference, sets: list[list[Any]]) -> None:
+        path = self.work_dir / "timed_outputs.kgt"
+        reply = session.timed_outputs(path, self.request.limits.call_s)
+        self._note(integrity_findings(reply.integrity))
+        if reply.changed_after_return:
+            self._add_finding(Finding("timed_output_changed_after_return", Severity.FLAG,
+                f"timed output(s) of rep(s) {', '.join(map(str, reply.changed_after_return[:8]))} changed after"
+                " their rep ended (after its device-wide synchronize): work outlived the timed call."))
+        self._recheck(reference, sets, path)
+
     def _recheck(self, reference: Reference, sets: list[list[Any]], timed_outputs: Path) -> None:
-        """Compare the last timed output of every input set against the reference (THREATS.md 5-7)."""
-        kept = tensorfile.load(timed_outputs)
-        for k, (inputs, outs) in enumerate(zip(sets, kept, strict=True)):
+        """Compare the sampled timed outputs against the reference on the same fresh inputs (THREATS.md 5-7)."""
+        which = [[timing.scalable(v) for v in s] for s in sets]
+        for entry in tensorfile.load(timed_outputs):
+            set_index, step, rep, stored = _timed_entry(entry, len(sets))
+            inputs = timing.scaled_inputs(to_device(sets[set_index], self.device), step, which[set_index])
+            outs = to_device(stored, self.device)
             refs, oracles = reference.outputs(inputs)
             if any(o is None for o in outs) or len(outs) != len(refs) or any(
                     tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype for o, r in zip(outs, refs, strict=True)):
                 raise _Verdicted(Failure(Stage.TIMING, "timed_output_wrong",
-                                         f"timing set {k}: the output of a timed call has the wrong structure"))
+                                         f"timed rep {rep}: the output of a timed call has the wrong structure"))
             comparison = compare_values(outs, refs, oracles, self.request.problem.precision)
             if not comparison.passed:
                 raise _Verdicted(Failure(Stage.TIMING, "timed_output_wrong",
-                                         f"timing set {k}: a timed call's output is wrong although the checked"
-                                         f" calls were right: {comparison.message}"))
+                                         f"timed rep {rep} (input set {set_index}, scale step {step}): a timed"
+                                         f" call's output is wrong although the checked calls were right:"
+                                         f" {comparison.message}"))
 
     def speedup(self) -> float | None:
         if self.reference_timing is None or self.candidate_timing is None or self.candidate_timing.median_ms <= 0:
@@ -304,35 +378,72 @@ class _Evaluation:
             compile_cache_hit=bool(compiled and compiled.cache_hit),
             compile_log=compiled.log[-8000:] if compiled else "",
             child_output=self.child_output[-8000:],
+            roofline=self.roofline,
+            seed_secret="deployment" if self.request.trials.secret else "per-evaluation (no deployment secret set)",
         )
+
+
+def _settle_s(reference_s: float) -> float:
+    return min(max(SETTLE_FACTOR * reference_s, MIN_SETTLE_S), MAX_SETTLE_S)
+
+
+def _mutated(inputs: list[Any], reply: CallReply) -> list[int]:
+    """Inputs changed by the call: the child's own comparison, and the judge's comparison of the child's
+    post-call fingerprints with its own of the pristine inputs."""
+    mine = fingerprints(inputs)
+    theirs = reply.input_fingerprints
+    judged = {i for i, (a, b) in enumerate(zip(mine, theirs, strict=False))
+              if isinstance(inputs[i], torch.Tensor) and a != b}
+    return sorted(judged | set(reply.mutated_inputs))
+
+
+def _timed_entry(entry: Any, sets: int) -> tuple[int, int, int, list[Any]]:
+    """[set, scale step, rep, [outputs]] as the child wrote it; anything else is a wrong timed output."""
+    if (isinstance(entry, list) and len(entry) == 4 and all(isinstance(v, int) for v in entry[:3])
+            and isinstance(entry[3], list) and 0 <= entry[0] < sets and 0 <= entry[1] <= timing.SCALE_STEPS):
+        return entry[0], entry[1], entry[2], entry[3]
+    raise _Verdicted(Failure(Stage.TIMING, "timed_output_wrong", "the timed outputs were not in the harness's form"))
 
 
 @dataclass(frozen=True)
 class _ReferenceRun:
     raw: timing.RawSamples
     wall_gap_ms: float
-    outer_gap_ms: float
+    overhead_per_rep_ms: float  # the judge's outer clock minus the reps' wall times, per rep
 
 
-def _time_reference(reference: Reference, device_sets: list[list[Any]], params: TimingParams,
+def _time_reference(reference: Reference, rotation: timing.InputRotation, params: TimingParams,
                     flush_bytes: int) -> _ReferenceRun:
-    """The reference timed in the judge's clean process, with exactly the child's loop and clock."""
+    """The reference timed in the judge's clean process, with exactly the child's loop, clock, fresh inputs
+    and output fingerprints; flush buffer and warm-up stay outside the outer clock, as in the child."""
+    device = reference.device
     with torch.no_grad():
-        timing.warm_up(reference.model, device_sets, reference.device, params)
+        flusher = timing.Flusher(device, flush_bytes)
+        timing.warm_up(reference.model, rotation, device, params, timing.OutputKeeper())
+        _reset_l2(device)
         started = time.perf_counter()
-        flusher = timing.Flusher(reference.device, flush_bytes)
-        raw = timing.measure(reference.model, device_sets, reference.device, params, flusher)
+        raw = timing.measure(reference.model, rotation, device, params, flusher, timing.OutputKeeper())
         outer_ms = (time.perf_counter() - started) * 1000.0
     gap = statistics.median(w - d for w, d in zip(raw.wall_ms, raw.device_ms, strict=True))
-    return _ReferenceRun(raw, gap, outer_ms - sum(raw.wall_ms))
+    return _ReferenceRun(raw, gap, (outer_ms - sum(raw.wall_ms)) / len(raw.wall_ms))
 
 
-def _method(params: TimingParams, flush_bytes: int, device: torch.device) -> TimingMethod:
+def _reset_l2(device: torch.device) -> None:
+    """The judge's own context gets the same persisting-L2 reset as the child's, so both run alike."""
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            torch.cuda.synchronize(device)
+            PersistingL2().reset(device.index or 0, torch.cuda.current_stream(device).cuda_stream)
+
+
+def _method(params: TimingParams, flush_bytes: int, device: torch.device, l2_status: str) -> TimingMethod:
     return TimingMethod(
         clock="cuda_event+device_sync" if device.type == "cuda" else "perf_counter_ns",
         flush_bytes=flush_bytes, warmup_calls=params.warmup_calls, warmup_ms=params.warmup_ms,
         min_reps=params.min_reps, max_reps=params.max_reps, target_rse=params.target_rse,
+        target_median_ci=params.target_median_ci,
         max_device_ms=params.max_device_ms, max_wall_ms=params.max_wall_ms, input_sets=params.input_sets,
+        l2_persisting=l2_status or ("not applicable (CPU)" if device.type != "cuda" else "unknown"),
     )
 
 
@@ -343,6 +454,7 @@ def _comparison_failure(code: str, message: str) -> Any:
 
 
 _VERDICT_BY_CODE = {
+    "reply_forged": Verdict.FLAGGED,
     "build_failed": Verdict.COMPILE_ERROR,
     "timeout": Verdict.TIMEOUT,
     "compile_crashed": Verdict.RUNTIME_ERROR,

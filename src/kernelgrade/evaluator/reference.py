@@ -51,8 +51,9 @@ class Reference:
         return out
 
     def outputs(self, inputs: Sequence[Any]) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
-        """Reference outputs and, where the policy asks for it, the float64 oracle's; both on the CPU."""
-        refs = [t.detach().cpu() for t in flatten_outputs(self.forward(to_device(inputs, self.device)))]
+        """Reference outputs and, where the policy asks for it, the float64 oracle's; both stay on the
+        judge's device, where comparing them is fast."""
+        refs = [t.detach() for t in flatten_outputs(self.forward(to_device(inputs, self.device)))]
         if not self._wants_oracle(refs):
             return refs, None
         return refs, self._oracle(inputs)
@@ -68,4 +69,4 @@ class Reference:
                   for v in to_device(inputs, self.device)]
         with torch.no_grad():
             out = self._oracle_model(*upcast)
-        return [t.detach().cpu() for t in flatten_outputs(out)]
+        return [t.detach() for t in flatten_outputs(out)]

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from kernelgrade.evaluator.roofline import RooflineFloor
+
 
 class Verdict(StrEnum):
     CORRECT = "correct"
@@ -91,10 +93,15 @@ class TimingMethod:
     min_reps: int
     max_reps: int
     target_rse: float
+    target_median_ci: float
     max_device_ms: float
     max_wall_ms: float
     input_sets: int
     reference_placement: str = "before and after the candidate, same device, same process layout"
+    input_values: str = ("each rep: a random one of the input sets, its non-integral float inputs scaled by a random"
+                         " factor in [0.875, 1); the judge re-checks a random sample of timed outputs")
+    # What resetting persisting L2 (limit, stream window, lines) before timing gave: "reset", "unsupported: ..."
+    l2_persisting: str = ""
 
 
 @dataclass(frozen=True)
@@ -129,6 +136,10 @@ class EvalResult:
     compile_log: str = ""
     child_output: str = ""
     extra: tuple[tuple[str, str], ...] = field(default=())
+    # The least time the problem's FLOP and byte counts allow on this device; None where there is no floor.
+    roofline: RooflineFloor | None = None
+    # Where the secret seed material came from: "deployment" or "per-evaluation" (none was configured).
+    seed_secret: str = ""
 
     @property
     def passed(self) -> bool:
@@ -166,6 +177,7 @@ _NESTED: dict[str, type] = {
     "candidate_timing": TimingStats,
     "method": TimingMethod,
     "environment": Environment,
+    "roofline": RooflineFloor,
 }
 
 

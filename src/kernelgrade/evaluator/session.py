@@ -7,8 +7,9 @@ garbles the channel is a `runtime_error`; one that reports an exception from the
 from __future__ import annotations
 
 import dataclasses
+import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +31,45 @@ class StageFailed(Exception):
 
 
 @dataclass(frozen=True)
+class Extensions:
+    """The submission's compiled extension modules, and which of their functions ran or raised (while
+    loading and in checked calls)."""
+
+    modules: tuple[str, ...] = ()  # extension modules exporting at least one function
+    called: tuple[str, ...] = ()  # "module.function" called in checked forward() calls
+    raised: tuple[str, ...] = ()  # ... and raised there
+    called_at_load: tuple[str, ...] = ()  # called while importing or constructing ModelNew
+    tampered: bool = False  # the profile hook that records this was replaced
+    returned: tuple[str, ...] = ()  # called in checked forward() calls and returned normally
+
+    @classmethod
+    def from_reply(cls, raw: Any) -> Extensions:
+        raw = raw if isinstance(raw, dict) else {}
+
+        def names(key: str) -> tuple[str, ...]:
+            return tuple(map(str, raw.get(key, [])))
+
+        return cls(names("modules"), names("called"), names("raised"), names("called_at_load"),
+                   bool(raw.get("tampered", False)), names("returned"))
+
+
+@dataclass(frozen=True)
 class Integrity:
     """What the child says about itself after a call; the judge turns these into findings."""
 
     replaced_functions: tuple[str, ...]
     precision_flags_changed: tuple[str, ...]
     extra_threads: int
+    torch_modes: tuple[str, ...] = ()
+    l2_limit_bytes: int = 0  # a persisting-L2 set-aside the submission configured (0: none)
+    extensions: Extensions = field(default_factory=Extensions)
 
     @classmethod
     def from_reply(cls, reply: dict[str, Any]) -> Integrity:
         return cls(tuple(map(str, reply.get("replaced_functions", []))),
-                   tuple(map(str, reply.get("precision_flags_changed", []))), int(reply.get("extra_threads", 0)))
+                   tuple(map(str, reply.get("precision_flags_changed", []))), int(reply.get("extra_threads", 0)),
+                   tuple(map(str, reply.get("torch_modes", []))), int(reply.get("l2_limit_bytes", 0)),
+                   Extensions.from_reply(reply.get("extensions")))
 
 
 @dataclass(frozen=True)
@@ -48,6 +77,14 @@ class CallReply:
     outputs: tuple[OutputMeta, ...]
     mutated_inputs: tuple[int, ...]
     changed_after_return: bool
+    integrity: Integrity
+    input_fingerprints: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class TimedOutputsReply:
+    kept: int
+    changed_after_return: tuple[int, ...]  # reps whose output changed after the rep ended
     integrity: Integrity
 
 
@@ -59,15 +96,24 @@ class TimedReply:
     clock: str
     integrity: Integrity
     outer_seconds: float  # the judge's own clock around the whole timed phase
+    l2_status: str = ""  # what resetting persisting L2 before timing gave
+    l2_limit_before: int = 0  # a set-aside the submission had configured, found by that reset (0: none)
+    clock_tampered_reps: int = 0  # reps after which the harness's clock had been rebound
 
 
 class RunSession:
     def __init__(self, launcher: Launcher, work_dir: Path, extensions_dir: Path, gpu_index: int | None,
                  extra_env: dict[str, str]) -> None:
         env = child_env(work_dir, extensions_dir, extra_env)
+        # The build dir is writable because load_inline rewrites its build file and lock even when the build
+        # is current; other jobs' dirs (siblings of the work dir and of the cache entry) stay hidden.
         spec = ChildSpec(python_argv("kernelgrade.evaluator.run_child"), env, work_dir,
-                         writable=(extensions_dir.parent,), readable=(package_root(),), gpu_index=gpu_index)
+                         writable=(extensions_dir,), readable=(package_root(),), gpu_index=gpu_index,
+                         hidden=(work_dir.parent, extensions_dir.parent.parent))
         self.child = ChildProcess(launcher.popen(spec))
+        # Replies must carry this key and the request's sequence number (THREATS.md 18).
+        self._key = secrets.token_hex(16)
+        self._seq = 0
 
     def close(self) -> None:
         self.child.kill()
@@ -76,51 +122,82 @@ class RunSession:
         return self.child.log.text()
 
     def _request(self, stage: Stage, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        self._seq += 1
+        message = {**message, "seq": self._seq}
         try:
             reply = self.child.request(message, timeout)
+        except BadReply as exc:
+            raise StageFailed(_forged(stage, message, str(exc), self.output()), timed_out=False) from None
         except ChildTimeout:
             self.child.kill()
             raise StageFailed(Failure(Stage(stage), "timeout", f"{_what(message)} ran past its {timeout:.0f} s"
                                       " limit; the process was killed. Look for an endless loop or a hang.",
                                       detail=_tail(self.output())), timed_out=True) from None
-        except (ChildGone, BadReply) as exc:
+        except ChildGone as exc:
             raise StageFailed(Failure(stage, "crashed", f"{_what(message)} crashed: {exc}.",
                                       detail=_tail(self.output())), timed_out=False) from None
+        if reply.get("channel_key") != self._key or reply.get("seq") != self._seq:
+            raise StageFailed(_forged(stage, message, f"a reply without this run's key or sequence number:"
+                                      f" {str(reply)[:200]}", self.output()), timed_out=False)
         if not reply.get("ok"):
             raise StageFailed(Failure(stage, "exception", f"{_what(message)} raised an exception:\n"
                                       f"{_last_line(str(reply.get('error', '')))}",
                                       detail=str(reply.get("error", ""))), timed_out=False)
         return reply
 
-    def load(self, submission: Path, init_inputs: Path, seed: int, device: str, timeout: float) -> None:
-        self._request(Stage.LOAD, {"op": "load", "submission": str(submission), "init_inputs": str(init_inputs),
-                                   "seed": seed, "device": device}, timeout)
+    def load(self, submission: Path, init_inputs: Path, seed: int, device: str, timeout: float) -> Integrity:
+        reply = self._request(Stage.LOAD, {"op": "load", "submission": str(submission),
+                                           "init_inputs": str(init_inputs), "seed": seed, "device": device,
+                                           "channel_key": self._key}, timeout)
+        return Integrity.from_reply(reply)
 
-    def call(self, inputs: Path, outputs: Path, poison_bytes: list[int], timeout: float) -> CallReply:
+    def call(self, inputs: Path, outputs: Path, poison_bytes: list[int], timeout: float,
+             settle_s: float = 0.0) -> CallReply:
         reply = self._request(Stage.CORRECTNESS, {"op": "call", "inputs": str(inputs), "outputs": str(outputs),
-                                                  "poison_bytes": poison_bytes}, timeout)
+                                                  "poison_bytes": poison_bytes, "settle_s": settle_s}, timeout)
         metas = tuple(OutputMeta(str(m["type_name"]), bool(m["is_plain_tensor"]), str(m["device"]),
-                                 str(m["dtype"]), tuple(int(d) for d in m["shape"])) for m in reply["outputs"])
+                                 str(m["dtype"]), tuple(int(d) for d in m["shape"]), str(m.get("why_not_plain", "")))
+                      for m in reply["outputs"])
         return CallReply(metas, tuple(int(i) for i in reply.get("mutated_inputs", [])),
-                         bool(reply.get("changed_after_return")), Integrity.from_reply(reply))
+                         bool(reply.get("changed_after_return")), Integrity.from_reply(reply),
+                         tuple(int(f) for f in reply.get("input_fingerprints", [])))
 
-    def warmup(self, input_sets: list[Path], params: TimingParams, timeout: float) -> None:
-        self._request(Stage.TIMING, {"op": "warmup", "input_sets": [str(p) for p in input_sets],
-                                     "params": dataclasses.asdict(params)}, timeout)
+    def warmup(self, input_sets: list[Path], params: TimingParams, flush_bytes: int, timeout: float,
+               settle_s: float = 0.0) -> Integrity:
+        reply = self._request(Stage.TIMING, {"op": "warmup", "input_sets": [str(p) for p in input_sets],
+                                             "params": dataclasses.asdict(params), "flush_bytes": flush_bytes,
+                                             "settle_s": settle_s}, timeout)
+        return Integrity.from_reply(reply)
 
-    def time(self, params: TimingParams, flush_bytes: int, outputs: Path, timeout: float) -> TimedReply:
-        """Time the candidate on the input sets given to warmup()."""
+    def time(self, params: TimingParams, timeout: float) -> TimedReply:
+        """Time the candidate on the input sets and flush buffer given to warmup()."""
         started = time.perf_counter()
-        message = {"op": "time", "params": dataclasses.asdict(params), "flush_bytes": flush_bytes,
-                   "outputs": str(outputs)}
+        message = {"op": "time", "params": dataclasses.asdict(params)}
         reply = self._request(Stage.TIMING, message, timeout)
         outer = time.perf_counter() - started
+        raw_l2 = reply.get("l2")
+        l2: dict[str, Any] = raw_l2 if isinstance(raw_l2, dict) else {}
         return TimedReply(tuple(map(float, reply["device_ms"])), tuple(map(float, reply["wall_ms"])),
-                          str(reply["stop_reason"]), str(reply["clock"]), Integrity.from_reply(reply), outer)
+                          str(reply["stop_reason"]), str(reply["clock"]), Integrity.from_reply(reply), outer,
+                          str(l2.get("status", "")), int(l2.get("limit_bytes", 0)),
+                          int(reply.get("clock_tampered_reps", 0)))
+
+    def timed_outputs(self, outputs: Path, timeout: float) -> TimedOutputsReply:
+        """Have the child write its sample of timed outputs, as [set, scale step, rep, [outputs]], to `outputs`."""
+        reply = self._request(Stage.TIMING, {"op": "timed_outputs", "outputs": str(outputs)}, timeout)
+        changed = tuple(int(r) for r in reply.get("changed_after_return", []))
+        return TimedOutputsReply(int(reply.get("kept", 0)), changed, Integrity.from_reply(reply))
+
+
+def _forged(stage: Stage, message: dict[str, Any], what: str, output: str) -> Failure:
+    return Failure(stage, "reply_forged", f"during {_what(message)} the result channel carried {what}. Only the"
+                   " harness writes there, with this run's key: the submission wrote to the judge's channel"
+                   " (THREATS.md 18).", detail=_tail(output))
 
 
 def _what(message: dict[str, Any]) -> str:
-    return {"load": "loading ModelNew", "call": "forward()", "warmup": "warm-up", "time": "the timing loop"}.get(
+    return {"load": "loading ModelNew", "call": "forward()", "warmup": "warm-up", "time": "the timing loop",
+            "timed_outputs": "writing timed outputs"}.get(
         str(message.get("op")), "the child")
 
 

@@ -1,14 +1,18 @@
 """The timing protocol of TIMING.md, shared by the judge (reference) and the run child (candidate).
 
-Each rep: fresh clone of one of several input sets, cache flush, device sync, start event, forward,
-end event, device-wide synchronize. The device clock (CUDA events) is what is reported; the host wall
-clock around the same span, taken across a device-wide synchronize, is kept for the cross-check that
-catches work hidden on other streams or threads.
+Each rep: fresh input values (one of several input sets, chosen at random and scaled by a random factor
+just below 1, so that no two reps see the same values and none can be predicted), cache flush with
+persisting L2 lines demoted, device sync, start event, forward, end event, device-wide synchronize. The
+device clock (CUDA events) is what is reported; the host wall clock around the same span, taken across a
+device-wide synchronize, is kept for the cross-check that catches work hidden on other streams or threads.
+Outputs are fingerprinted as each rep returns; a sample is kept so that the judge can re-check them and
+the harness can see whether they changed afterwards.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -18,8 +22,11 @@ from typing import Any
 
 import torch
 
+from kernelgrade.evaluator.compare import flatten_outputs
+from kernelgrade.evaluator.l2 import PersistingL2
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.result import TimingStats
+from kernelgrade.evaluator.tensor_checks import fingerprints
 
 MIB = 1024 * 1024
 
@@ -29,6 +36,22 @@ _perf_counter_ns = time.perf_counter_ns
 _cuda_synchronize = torch.cuda.synchronize
 _Event = torch.cuda.Event
 _event_elapsed = torch.cuda.Event.elapsed_time
+# Not predictable from inside the process (it reads the OS's entropy), unlike the `random` module's state.
+_entropy = random.SystemRandom()
+
+# Per-rep input scales are 1 - k / 2**15 for k in 1..SCALE_STEPS: exact in fp16 and fp32, at most 12.5 % off
+# the problem's own distribution, and 4096 x (input sets) distinct value sets, so a cache keyed on input
+# values almost never hits.
+SCALE_STEPS = 4096
+SCALE_UNIT = 2.0**-15
+# Warm-up stops after this many calls whatever the clock says: at the default 25 ms of warm-up a kernel of
+# 25 us reaches it, and a faster one needs no more.
+WARMUP_CALL_CAP = 1000
+# Besides the last output of each input set, this many timed outputs, drawn at random from all reps, are kept
+# for the re-check, so a submission cannot tell which reps will be examined. Each costs the judge one
+# reference run and the child one output held in memory; two is enough to catch a submission that cheats
+# on most reps, and a cheat on few reps moves the median little.
+SAMPLED_OUTPUTS = 2
 
 
 @dataclass(frozen=True)
@@ -37,13 +60,18 @@ class RawSamples:
     wall_ms: tuple[float, ...]
     stop_reason: str
     clock: str
+    # Reps after which the clock this module reads was not the one captured at import: a submission that
+    # rebinds it inside forward() and puts it back before the harness's between-operation checks.
+    tampered_reps: int = 0
 
 
 def default_flush_bytes(device: torch.device) -> int:
     if device.type == "cuda":
         l2 = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0))
         return max(2 * l2, 256 * MIB)
-    return max(2 * _last_level_cache_bytes(), 64 * MIB)
+    # A VM may report the whole host's last-level cache (260 MiB seen on a 2-core CI machine); sweeping twice
+    # that before every rep would dominate the run, and 256 MiB already evicts any input of a CPU problem.
+    return min(max(2 * _last_level_cache_bytes(), 64 * MIB), 256 * MIB)
 
 
 def _last_level_cache_bytes() -> int:
@@ -61,14 +89,19 @@ def _last_level_cache_bytes() -> int:
 
 
 class Flusher:
-    """Evicts caches by writing a buffer larger than them."""
+    """Evicts caches by writing a buffer larger than them; on a GPU, persisting L2 lines (which a flush does
+    not evict) are first demoted to normal ones."""
 
     def __init__(self, device: torch.device, nbytes: int) -> None:
         self.nbytes = nbytes
         self._buffer = torch.empty(nbytes // 4, dtype=torch.int32, device=device)
         self._value = 0
+        self._l2 = PersistingL2() if device.type == "cuda" else None
+        self.flush()  # first touch of the pages happens here, not inside the first timed rep's overhead
 
     def flush(self) -> None:
+        if self._l2 is not None:
+            self._l2.demote_lines()
         self._value = (self._value + 1) & 0xFFFF
         self._buffer.fill_(self._value)
 
@@ -80,6 +113,75 @@ def device_synchronize(device: torch.device) -> None:
 
 def clone_inputs(inputs: Sequence[Any]) -> list[Any]:
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def scalable(value: Any) -> bool:
+    """Floating tensors whose values are not all whole numbers: masks, labels and counts stored as floats
+    keep their values, since scaling would change what they mean."""
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.numel() == 0:
+        return False
+    return not bool(torch.equal(value, torch.trunc(value)))
+
+
+def scale_factor(step: int) -> float:
+    return 1.0 - step * SCALE_UNIT
+
+
+def scaled_inputs(values: Sequence[Any], step: int, which: Sequence[bool]) -> list[Any]:
+    """Fresh copies of `values`, the scalable ones multiplied by scale_factor(step). The judge repeats this
+    on its own copy of the set to get the inputs of a re-checked rep, bit for bit."""
+    factor = scale_factor(step)
+    return [v * factor if flag and step else (v.clone() if isinstance(v, torch.Tensor) else v)
+            for v, flag in zip(values, which, strict=True)]
+
+
+Tag = tuple[int, int]  # (input set, scale step) of one timed rep
+
+
+class InputRotation:
+    """Fresh input values for every rep, drawn from the OS's entropy so they cannot be predicted."""
+
+    def __init__(self, input_sets: Sequence[Sequence[Any]]) -> None:
+        self.sets = [list(s) for s in input_sets]
+        self.which = [[scalable(v) for v in s] for s in self.sets]
+
+    def draw(self) -> tuple[list[Any], Tag]:
+        index = _entropy.randrange(len(self.sets))
+        step = _entropy.randint(1, SCALE_STEPS)
+        return scaled_inputs(self.sets[index], step, self.which[index]), (index, step)
+
+
+@dataclass(frozen=True)
+class KeptOutput:
+    tag: Tag
+    rep: int
+    outputs: list[Any]
+    at_return: list[int]  # fingerprints when the rep ended (after its device-wide synchronize)
+
+
+class OutputKeeper:
+    """Fingerprints every timed output and keeps the last one of each input set plus a random sample.
+    The judge's reference loop uses one too, so both sides pay the same per-rep cost."""
+
+    def __init__(self, sampled: int = SAMPLED_OUTPUTS) -> None:
+        self._last: dict[int, KeptOutput] = {}
+        self._sample: list[KeptOutput] = []
+        self._capacity = sampled
+        self._seen = 0
+
+    def keep(self, rep: int, tag: Tag, out: Any) -> None:
+        outputs = flatten_outputs(out)
+        entry = KeptOutput(tag, rep, outputs, fingerprints(outputs))
+        self._last[tag[0]] = entry
+        self._seen += 1
+        if len(self._sample) < self._capacity:
+            self._sample.append(entry)
+        elif (slot := _entropy.randrange(self._seen)) < self._capacity:  # reservoir sampling
+            self._sample[slot] = entry
+
+    def kept(self) -> list[KeptOutput]:
+        unique = {e.rep: e for e in [*self._sample, *self._last.values()]}
+        return [unique[r] for r in sorted(unique)]
 
 
 class _Clock:
@@ -106,58 +208,83 @@ class _Clock:
         return float(_event_elapsed(start, end)), wall, out
 
 
-def warm_up(fn: Callable[..., Any], input_sets: Sequence[Sequence[Any]], device: torch.device,
-            params: TimingParams) -> int:
-    """Call fn until at least `warmup_calls` calls and `warmup_ms` of time have passed; return the count."""
-    clock = _Clock(device)
+def _rotation(inputs: InputRotation | Sequence[Sequence[Any]]) -> InputRotation:
+    return inputs if isinstance(inputs, InputRotation) else InputRotation(inputs)
+
+
+def warm_up(fn: Callable[..., Any], input_sets: InputRotation | Sequence[Sequence[Any]], device: torch.device,
+            params: TimingParams, keeper: OutputKeeper | None = None) -> int:
+    """Call fn until at least `warmup_calls` calls and `warmup_ms` of time have passed; return the count.
+    Warm-up reps look like timed ones (fresh values, a keeper holding outputs), so the allocator's cache
+    already has the blocks the timed reps will ask for."""
+    clock, rotation, intact = _Clock(device), _rotation(input_sets), clock_intact
     calls, spent = 0, 0.0
     while calls < params.warmup_calls or spent < params.warmup_ms:
-        _, wall, _ = clock.run(fn, clone_inputs(input_sets[calls % len(input_sets)]))
+        args, tag = rotation.draw()
+        _, wall, out = clock.run(fn, args)
+        if keeper is not None:
+            keeper.keep(calls, tag, out)
+        del out, args
         spent += wall
         calls += 1
-        if calls >= 10 * max(params.warmup_calls, 1) and spent > params.warmup_ms:
+        # A rebound clock can claim no time passes; warming on would never end (the rebinding is flagged).
+        if calls >= WARMUP_CALL_CAP or not intact():
             break
     return calls
 
 
 def measure(
     fn: Callable[..., Any],
-    input_sets: Sequence[Sequence[Any]],
+    input_sets: InputRotation | Sequence[Sequence[Any]],
     device: torch.device,
     params: TimingParams,
     flusher: Flusher,
-    keep_output: Callable[[int, Any], None] | None = None,
+    keeper: OutputKeeper | None = None,
 ) -> RawSamples:
-    """Time fn over rotating input sets until the mean is precise enough or a cap is reached."""
-    clock = _Clock(device)
+    """Time fn on fresh input values until the mean and median are precise enough or a cap is reached."""
+    clock, rotation, intact = _Clock(device), _rotation(input_sets), clock_intact
     device_ms: list[float] = []
     wall_ms: list[float] = []
     began = _perf_counter_ns()
-    reason = "max_reps"
+    reason, tampered = "max_reps", 0
     for rep in range(params.max_reps):
-        set_index = rep % len(input_sets)
-        args = clone_inputs(input_sets[set_index])
+        args, tag = rotation.draw()
         flusher.flush()
         device_synchronize(device)
         dev, wall, out = clock.run(fn, args)
+        tampered += not intact()
         device_ms.append(dev)
         wall_ms.append(wall)
-        if keep_output is not None:
-            keep_output(set_index, out)
+        if keeper is not None:
+            keeper.keep(rep, tag, out)
         del out, args
         stop = _stop_reason(device_ms, params, (_perf_counter_ns() - began) / 1e6)
         if stop:
             reason = stop
             break
-    return RawSamples(tuple(device_ms), tuple(wall_ms), reason, "cuda_event" if clock.cuda else "perf_counter_ns")
+    return RawSamples(tuple(device_ms), tuple(wall_ms), reason, "cuda_event" if clock.cuda else "perf_counter_ns",
+                      tampered)
+
+
+_CLOCK_GLOBALS = {name: globals()[name] for name in ("_perf_counter_ns", "_cuda_synchronize", "_Event",
+                                                     "_event_elapsed", "device_synchronize")}
+_CLOCK_METHODS: dict[str, tuple[Any, Any]] = {name: (vars(_Clock)[name], vars(_Clock)[name].__code__)
+                                               for name in ("run", "__init__")}
+
+
+def clock_intact() -> bool:
+    """Whether the names a rep's clock is read through are still the objects captured at import."""
+    module, methods = globals(), vars(_Clock)
+    return (all(module.get(name) is value for name, value in _CLOCK_GLOBALS.items())
+            and all(methods.get(name) is function and getattr(function, "__code__", None) is code
+                    for name, (function, code) in _CLOCK_METHODS.items()))
 
 
 def _stop_reason(samples: list[float], params: TimingParams, wall_ms: float) -> str:
     n = len(samples)
-    if n >= params.min_reps:
-        mean = statistics.fmean(samples)
-        if mean > 0 and relative_standard_error(samples) <= params.target_rse:
-            return "target_rse"
+    precise = relative_standard_error(samples) <= params.target_rse
+    if n >= params.min_reps and precise and median_ci_halfwidth(samples) <= params.target_median_ci:
+        return "target_precision"
     if n >= 2 and sum(samples) >= params.max_device_ms:
         return "max_device_time"
     if n >= 2 and wall_ms >= params.max_wall_ms:
@@ -172,6 +299,16 @@ def relative_standard_error(samples: Sequence[float]) -> float:
     if mean <= 0:
         return math.inf
     return statistics.stdev(samples) / math.sqrt(len(samples)) / mean
+
+
+def median_ci_halfwidth(samples: Sequence[float]) -> float:
+    """The larger side of the median's 95 % confidence interval, relative to the median."""
+    ordered = sorted(samples)
+    median = statistics.median(ordered)
+    if median <= 0:
+        return math.inf
+    low, high = median_ci_indices(len(ordered))
+    return max(median - ordered[low], ordered[high] - median) / median
 
 
 def summarize(samples: Sequence[float], stop_reason: str) -> TimingStats:

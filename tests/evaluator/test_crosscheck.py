@@ -1,0 +1,92 @@
+"""The judge's cross-checks of the child's claims, on synthetic replies: the outer clock, the per-rep
+wall/event gap, the integrity report, the extension record and the /proc counts."""
+
+from __future__ import annotations
+
+from kernelgrade.evaluator import Severity
+from kernelgrade.evaluator.crosscheck import (
+    ReferenceLoop,
+    extension_findings,
+    integrity_findings,
+    process_findings,
+    timing_findings,
+)
+from kernelgrade.evaluator.proctree import TreeCount
+from kernelgrade.evaluator.session import Extensions, Integrity, TimedReply
+
+CLEAN = Integrity((), (), 0)
+LOOP = ReferenceLoop(wall_gap_ms=0.05, overhead_per_rep_ms=0.3)
+
+
+def timed(device_ms: float, wall_ms: float, reps: int, outer_ms: float, **extra: object) -> TimedReply:
+    return TimedReply((device_ms,) * reps, (wall_ms,) * reps, "target_precision", "cuda_event", CLEAN,
+                      outer_ms / 1000.0, **extra)  # type: ignore[arg-type]
+
+
+def codes(reply: TimedReply, loop: ReferenceLoop = LOOP) -> set[str]:
+    return {f.code for f in timing_findings(reply, loop)}
+
+
+def test_an_honest_run_raises_nothing() -> None:
+    # 40 reps of 2.7 ms, with the reference's per-rep overhead and a few ms of fixed cost.
+    assert codes(timed(2.7, 2.75, 40, 40 * (2.75 + 0.3) + 5)) == set()
+
+
+def test_time_the_child_did_not_report_is_flagged() -> None:
+    # The child says 40 reps of 0.27 ms; the judge's clock saw ten times that.
+    assert "timing_inconsistent" in codes(timed(0.27, 0.28, 40, 40 * (2.75 + 0.3)))
+
+
+def test_loop_noise_within_the_allowance_is_not_flagged() -> None:
+    # Per-rep overhead three times the reference's on a busy host is within the allowance.
+    assert codes(timed(2.7, 2.75, 40, 40 * (2.75 + 0.9) + 20)) == set()
+
+
+def test_work_after_the_end_event_is_flagged() -> None:
+    # Events see 0.1 ms, a device-wide synchronize waits 17 ms: another stream did the work.
+    assert "work_outside_timed_stream" in codes(timed(0.1, 17.0, 40, 40 * 17.3))
+
+
+def test_a_clock_rebound_during_reps_and_persisting_l2_are_flagged() -> None:
+    reply = timed(2.7, 2.75, 40, 40 * 3.05, clock_tampered_reps=3, l2_limit_before=1 << 20)
+    found = {f.code: f for f in timing_findings(reply, LOOP)}
+    assert found["timer_patched"].severity is Severity.FLAG and "3 of 40" in found["timer_patched"].message
+    assert found["l2_persistence"].severity is Severity.FLAG
+
+
+def test_integrity_report_findings() -> None:
+    integrity = Integrity(("time.perf_counter", "builtins.isinstance"), ("cuda.matmul.allow_tf32",), 2,
+                          ("1 torch-dispatch mode(s)",), 4096, Extensions(tampered=True))
+    found = {f.code: f for f in integrity_findings(integrity)}
+    assert found["timer_patched"].message.endswith("time.perf_counter")
+    assert "builtins.isinstance" in found["harness_patched"].message
+    assert "sys.setprofile" in found["harness_patched"].message
+    assert {"precision_flags_changed", "torch_mode_installed", "l2_persistence"} <= set(found)
+    assert found["background_threads"].severity is Severity.REVIEW
+
+
+def test_extension_findings() -> None:
+    built = ("kg_ext",)
+    assert extension_findings(Extensions(built, ("kg_ext.run",)), uses_torch_ops=False) == []
+    never = extension_findings(Extensions(built), uses_torch_ops=False)
+    assert [(f.code, f.severity) for f in never] == [("extension_never_called", Severity.FLAG)]
+    at_load = extension_findings(Extensions(built, called_at_load=("kg_ext.capture",)), uses_torch_ops=False)
+    assert [(f.code, f.severity) for f in at_load] == [("extension_not_called_in_forward", Severity.REVIEW)]
+    raised = extension_findings(Extensions(built, ("kg_ext.run",), ("kg_ext.run",)), uses_torch_ops=False)
+    assert [f.code for f in raised] == ["kernel_failed_fallback"]
+    # A fast path that raises and a slower kernel of the submission's own that completes is not a fallback.
+    own = extension_findings(Extensions(built, ("kg_ext.fast", "kg_ext.slow"), ("kg_ext.fast",),
+                                        returned=("kg_ext.slow",)), uses_torch_ops=False)
+    assert [(f.code, f.severity) for f in own] == [("kernel_raised", Severity.REVIEW)]
+    # Operators registered with TORCH_LIBRARY are called through torch.ops, which the watch cannot see.
+    assert extension_findings(Extensions(built), uses_torch_ops=True) == []
+    assert extension_findings(Extensions(), uses_torch_ops=False) == []
+
+
+def test_process_findings_compare_with_the_baseline() -> None:
+    baseline = TreeCount(processes=1, threads=20)
+    assert process_findings(baseline, TreeCount(1, 20), "now") == []
+    found = {f.code: f for f in process_findings(baseline, TreeCount(2, 23), "during the checked calls")}
+    assert found["processes_appeared"].severity is Severity.REVIEW
+    assert "3 thread(s)" in found["threads_appeared"].message
+    assert process_findings(None, TreeCount(5, 5), "now") == []

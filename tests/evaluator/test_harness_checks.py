@@ -1,0 +1,147 @@
+"""The run child's own checks, exercised in-process: the guard on rebound names, tensor realness and
+fingerprints, torch modes, fresh per-rep inputs, the output keeper and the per-rep clock check."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from kernelgrade.evaluator import timing
+from kernelgrade.evaluator.guard import Guard, is_clock
+from kernelgrade.evaluator.proctree import count_tree
+from kernelgrade.evaluator.request import TimingParams
+from kernelgrade.evaluator.tensor_checks import active_modes, fingerprint, inert, why_not_plain
+
+FEW_REPS = TimingParams(warmup_calls=1, warmup_ms=0.0, min_reps=5, max_reps=5, input_sets=2, flush_bytes=1 << 20)
+
+
+@pytest.fixture
+def guard() -> Guard:
+    return Guard.take()
+
+
+def test_guard_sees_rebound_functions_code_and_added_methods(guard: Guard, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert guard.rebound() == []
+    monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
+    monkeypatch.setattr(torch.Tensor, "sum", lambda *a, **k: 0, raising=False)
+    monkeypatch.setattr(timing.Flusher.flush, "__code__", (lambda self: None).__code__)
+    rebound = guard.rebound()
+    assert "time.perf_counter" in rebound
+    assert "torch.Tensor.sum (added)" in rebound
+    assert "kernelgrade.evaluator.timing.Flusher.flush" in rebound
+    assert is_clock("time.perf_counter") and is_clock("kernelgrade.evaluator.timing.Flusher.flush")
+    assert not is_clock("builtins.isinstance")
+
+
+def test_guard_ignores_what_torch_rebinds_itself(guard: Guard, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch, "manual_seed", lambda seed: None)  # torch.compile's first use does this
+    assert guard.rebound() == []
+
+
+def test_plain_tensors_pass_and_lookalikes_do_not() -> None:
+    class Sub(torch.Tensor):
+        pass
+
+    plain = torch.ones(4, 4)
+    assert why_not_plain(plain) == "" and why_not_plain(plain.t()) == "" and why_not_plain(torch.ones(0)) == ""
+    assert "Sub" in why_not_plain(plain.as_subclass(Sub))
+    assert "layout" in why_not_plain(plain.to_sparse())
+    assert "meta" in why_not_plain(torch.ones(3, device="meta"))
+    assert "lazy" in why_not_plain(torch.ones(3, dtype=torch.complex64).conj())
+    assert "lazy" in why_not_plain(torch._efficientzerotensor(3))
+    assert why_not_plain([plain]) != ""
+
+
+def test_fingerprints_are_exact_and_stable_with_nan() -> None:
+    x = torch.randn(1000)
+    x[3] = float("nan")
+    assert fingerprint(x) == fingerprint(x.clone())
+    y = x.clone()
+    y.view(torch.int32)[500] ^= 1  # one bit
+    assert fingerprint(y) != fingerprint(x)
+    assert fingerprint(x[::2]) == fingerprint(x[::2].contiguous())
+    assert fingerprint(torch.ones(3, dtype=torch.bool)) == 3
+    assert fingerprint("not a tensor") == 0
+
+
+def test_a_dispatch_mode_is_seen_and_switched_off_for_the_harness() -> None:
+    calls = []
+
+    class Spy(TorchDispatchMode):  # type: ignore[no-untyped-call]
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            calls.append(func)
+            return func(*args, **(kwargs or {}))
+
+    x = torch.ones(8)
+    with Spy():  # type: ignore[no-untyped-call]
+        assert active_modes() == ["1 torch-dispatch mode(s)"]
+        with inert():
+            fingerprint(x)
+        assert calls == []
+        x.sum()
+        assert calls
+    assert active_modes() == []
+
+
+def test_every_rep_gets_fresh_values_the_judge_can_reproduce() -> None:
+    sets: list[list[Any]] = [[torch.randn(64, 64), torch.randint(0, 4, (64, 64)).float(), 3],
+                             [torch.randn(64, 64), torch.ones(8), 3]]
+    rotation = timing.InputRotation(sets)
+    assert rotation.which == [[True, False, False], [True, False, False]]
+    draws = [rotation.draw() for _ in range(50)]
+    assert len({(tag, float(args[0][0, 0])) for args, tag in draws}) > 40
+    for args, (index, step) in draws[:5]:
+        again = timing.scaled_inputs(sets[index], step, timing.InputRotation(sets).which[index])
+        assert torch.equal(args[0], again[0]) and torch.equal(args[1], sets[index][1]) and args[2] == 3
+        assert 0.875 <= timing.scale_factor(step) < 1.0
+
+
+def test_keeper_keeps_the_last_of_each_set_and_a_sample() -> None:
+    keeper = timing.OutputKeeper(sampled=2)
+    for rep in range(30):
+        keeper.keep(rep, (rep % 3, rep + 1), torch.full((4,), float(rep)))
+    kept = keeper.kept()
+    assert {27, 28, 29} <= {e.rep for e in kept} and len(kept) <= 5
+    assert all(e.at_return == [fingerprint(torch.full((4,), float(e.rep)))] for e in kept)
+
+
+def test_a_clock_rebound_inside_a_rep_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = timing._perf_counter_ns
+
+    def sneaky(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        monkeypatch.setattr(timing, "_perf_counter_ns", lambda: real() - 1)
+        return a + b
+
+    flusher = timing.Flusher(torch.device("cpu"), FEW_REPS.flush_bytes)
+    sets = [[torch.randn(8), torch.randn(8)]]
+    honest = timing.measure(lambda a, b: a + b, sets, torch.device("cpu"), FEW_REPS, flusher)
+    assert honest.tampered_reps == 0 and timing.clock_intact()
+    cheated = timing.measure(sneaky, sets, torch.device("cpu"), FEW_REPS, flusher)
+    assert cheated.tampered_reps == 5
+
+
+def test_proc_tree_counts_threads_and_processes() -> None:
+    code = ("import os, threading, time\n"
+            "for _ in range(3): threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
+            "pid = os.fork()\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(5)\n")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == b"ready"
+        count = count_tree(child.pid)
+        assert count is not None and count.processes == 2 and count.threads >= 5
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)  # the session this test started: the child and its fork
+        child.wait()
+        assert child.stdout is not None
+        child.stdout.close()
+    assert count_tree(child.pid) is None
