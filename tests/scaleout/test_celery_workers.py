@@ -82,7 +82,8 @@ def test_a_job_that_kills_every_worker_stops_at_the_attempt_cap(cluster_factory:
     deadly = cluster.submit(variant(0, f"        # {CRASH_MARK}\n"))["id"]
     after = cluster.submit(variant(1))["id"]
     deaths = 0
-    worker = cluster.start_worker("crashy", crashing=True)
+    # Not waited for: the deadly job is already queued, so the worker may die before it shows as listening.
+    worker = cluster.start_worker("crashy", crashing=True, wait=False)
     while cluster.evaluation(deadly)["status"] != "done":
         if worker.process.poll() is not None:  # restart it, as compose's `restart: always` would
             deaths += 1
