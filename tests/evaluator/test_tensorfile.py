@@ -52,3 +52,25 @@ def test_a_header_that_lies_about_sizes_is_refused(tmp_path: Path) -> None:
     path.write_bytes(bytes(data[:-4]))  # truncated payload
     with pytest.raises(tensorfile.TensorFileError):
         tensorfile.load(path)
+
+
+def test_a_tensor_over_2_gib_round_trips(tmp_path: Path) -> None:
+    """The built-in memory-bound problems have 3 GiB inputs; 2**31 bytes overflows a C int on some paths."""
+    big = torch.zeros(2**31 + 8, dtype=torch.uint8)
+    big[:4] = torch.tensor([1, 2, 3, 4], dtype=torch.uint8)
+    big[-4:] = torch.tensor([5, 6, 7, 8], dtype=torch.uint8)
+    tensorfile.save(tmp_path / "big.kgt", [big])
+    del big
+    (back,) = tensorfile.load(tmp_path / "big.kgt")
+    assert back.numel() == 2**31 + 8
+    assert back[:4].tolist() == [1, 2, 3, 4] and back[-4:].tolist() == [5, 6, 7, 8]
+    assert int(back[4:-4].count_nonzero()) == 0
+
+
+def test_a_header_promising_more_than_the_file_holds_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "short.kgt"
+    tensorfile.save(path, [torch.ones(1024)])
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) - 4)
+    with pytest.raises(tensorfile.TensorFileError, match=r"does not match|too short"):
+        tensorfile.load(path)

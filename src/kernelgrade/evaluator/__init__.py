@@ -8,6 +8,7 @@ from kernelgrade.evaluator.compile import CompileOutcome
 from kernelgrade.evaluator.engine import Progress, ProgressFn, evaluate, precompile
 from kernelgrade.evaluator.launcher import ChildSpec, Launcher, SubprocessLauncher
 from kernelgrade.evaluator.request import (
+    BaselinePlan,
     DeviceKind,
     EvalRequest,
     Limits,
@@ -18,6 +19,8 @@ from kernelgrade.evaluator.request import (
     TrialPlan,
 )
 from kernelgrade.evaluator.result import (
+    BaselineStatus,
+    CompiledBaseline,
     Environment,
     EvalResult,
     Failure,
@@ -31,9 +34,8 @@ from kernelgrade.evaluator.result import (
 )
 
 __all__ = [
-    "ChildSpec", "CompileOutcome", "DeviceKind", "Environment", "EvalRequest", "EvalResult", "Failure", "Finding",
-    "Launcher",
-    "Limits", "PrecisionKind", "PrecisionPolicy", "ProblemSpec", "Progress", "ProgressFn", "Severity", "Stage",
-    "SubprocessLauncher", "TimingMethod", "TimingParams", "TimingStats", "TrialPlan", "TrialResult", "Verdict",
-    "evaluate", "precompile",
+    "BaselinePlan", "BaselineStatus", "ChildSpec", "CompileOutcome", "CompiledBaseline", "DeviceKind", "Environment",
+    "EvalRequest", "EvalResult", "Failure", "Finding", "Launcher", "Limits", "PrecisionKind", "PrecisionPolicy",
+    "ProblemSpec", "Progress", "ProgressFn", "Severity", "Stage", "SubprocessLauncher", "TimingMethod",
+    "TimingParams", "TimingStats", "TrialPlan", "TrialResult", "Verdict", "evaluate", "precompile",
 ]

@@ -21,9 +21,10 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator import environment, precision_flags, tensorfile, timing
+from kernelgrade.evaluator import compiled_baseline, environment, precision_flags, tensorfile, timing
 from kernelgrade.evaluator.compare import check_structure, compare_values
 from kernelgrade.evaluator.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
+from kernelgrade.evaluator.compiled_baseline import BaselineJob
 from kernelgrade.evaluator.crosscheck import (
     ReferenceLoop,
     extension_findings,
@@ -36,9 +37,10 @@ from kernelgrade.evaluator.crosscheck import (
 from kernelgrade.evaluator.l2 import PersistingL2
 from kernelgrade.evaluator.launcher import Launcher, SubprocessLauncher
 from kernelgrade.evaluator.proctree import TreeCount, count_tree
-from kernelgrade.evaluator.reference import Reference, derive_seed, to_device
+from kernelgrade.evaluator.reference import Reference, derive_seed, save_timing_sets, to_device
 from kernelgrade.evaluator.request import EvalRequest, TimingParams
 from kernelgrade.evaluator.result import (
+    CompiledBaseline,
     EvalResult,
     Failure,
     Finding,
@@ -141,6 +143,10 @@ class _Evaluation:
         self.roofline: RooflineFloor | None = None
         self.baseline: TreeCount | None = None
         self.last_integrity: Integrity | None = None
+        self.timing_paths: list[Path] = []
+        self.flush_bytes = 0
+        self.compiled_baseline: CompiledBaseline | None = None
+        self.compiled_baseline_reused = False
         # Secret trials and timing inputs must be unpredictable even where the deployment set no secret.
         self.secret = request.trials.secret or secrets.token_hex(16)
         request.work_root.mkdir(parents=True, exist_ok=True)
@@ -211,6 +217,26 @@ class _Evaluation:
             session.close()
             self.child_output = session.output()
             self._check_device_health()
+        self._second_baseline(reference, init_inputs, arch_env(target))
+
+    def _second_baseline(self, reference: Reference, init_inputs: Path, env: dict[str, str]) -> None:
+        """torch.compile of the reference: a fresh earlier measurement if the request brings one, else
+        measured now (after the candidate's child is gone, so the two never share the device)."""
+        plan, problem = self.request.compiled_baseline, self.request.problem
+        if self.candidate_timing is None:
+            return
+        if plan.known is not None and plan.known.problem_hash == problem.content_hash:
+            self.compiled_baseline, self.compiled_baseline_reused = plan.known, True
+            return
+        if not plan.measure:
+            return
+        self.progress(Progress(Stage.TIMING, "timing torch.compile of the reference"))
+        started = time.monotonic()
+        job = BaselineJob(reference, self.work_dir, tuple(self.timing_paths), init_inputs, self.request.trials.seed,
+                          self.request.timing, self.request.limits, self.flush_bytes, plan, tuple(env.items()))
+        self.compiled_baseline = compiled_baseline.measure(job, self.launcher)
+        self.stage_seconds.append(("compiled_baseline", round(time.monotonic() - started, 4)))
+        self._check_device_health()
 
     def _with_session(self, session: RunSession, reference: Reference, submission: Path, init: Path) -> None:
         limits = self.request.limits
@@ -288,12 +314,9 @@ class _Evaluation:
 
     def _timing(self, session: RunSession, reference: Reference) -> None:
         params, plan, limits = self.request.timing, self.request.trials, self.request.limits
-        sets = [reference.make_inputs(derive_seed(plan.seed, "timing", k, self.secret))
-                for k in range(params.input_sets)]
-        paths = [self.work_dir / f"timing_{k}.kgt" for k in range(len(sets))]
-        for path, values in zip(paths, sets, strict=True):
-            tensorfile.save(path, values)
+        sets, paths = save_timing_sets(reference, self.work_dir, params.input_sets, plan.seed, self.secret)
         flush_bytes = params.flush_bytes or timing.default_flush_bytes(self.device)
+        self.timing_paths, self.flush_bytes = paths, flush_bytes
         rotation = timing.InputRotation([to_device(s, self.device) for s in sets])
         self.progress(Progress(Stage.TIMING, "timing the reference", 0, 3))
         before = _time_reference(reference, rotation, params, flush_bytes)
@@ -304,7 +327,7 @@ class _Evaluation:
         self.progress(Progress(Stage.TIMING, "timing the reference again", 2, 3))
         after = _time_reference(reference, rotation, params, flush_bytes)
         del rotation
-        self.method = _method(params, flush_bytes, self.device, candidate.l2_status)
+        self.method = timing.method_record(params, flush_bytes, self.device, candidate.l2_status)
         ref_samples = before.raw.device_ms + after.raw.device_ms
         self.reference_timing = timing.summarize(ref_samples, f"{before.raw.stop_reason}+{after.raw.stop_reason}")
         self.candidate_timing = timing.summarize(candidate.device_ms, candidate.stop_reason)
@@ -323,20 +346,26 @@ class _Evaluation:
             self._note(roofline_findings(self.candidate_timing.median_ms, self.roofline))
 
     def _recheck_timed(self, session: RunSession, reference: Reference, sets: list[list[Any]]) -> None:
-        path = self.work_dir / "timed_outputs.kgt"
-        reply = session.timed_outputs(path, self.request.limits.call_s)
+        # Into the work dir itself: a root judge's child runs as another uid and can write only there.
+        folder = self.work_dir
+        reply = session.timed_outputs(folder, self.request.limits.call_s)
         self._note(integrity_findings(reply.integrity))
         if reply.changed_after_return:
             self._add_finding(Finding("timed_output_changed_after_return", Severity.FLAG,
                 f"timed output(s) of rep(s) {', '.join(map(str, reply.changed_after_return[:8]))} changed after"
                 " their rep ended (after its device-wide synchronize): work outlived the timed call."))
-        self._recheck(reference, sets, path)
+        self._recheck(reference, sets, folder, reply.kept)
 
-    def _recheck(self, reference: Reference, sets: list[list[Any]], timed_outputs: Path) -> None:
+    def _recheck(self, reference: Reference, sets: list[list[Any]], folder: Path, kept: int) -> None:
         """Compare the sampled timed outputs against the reference on the same fresh inputs (THREATS.md 5-7)."""
         which = [[timing.scalable(v) for v in s] for s in sets]
-        for entry in tensorfile.load(timed_outputs):
-            set_index, step, rep, stored = _timed_entry(entry, len(sets))
+        # The child keeps the last output of each input set plus a sample; a larger count is not its harness.
+        if not 0 <= kept <= len(sets) + timing.SAMPLED_OUTPUTS:
+            raise _Verdicted(Failure(Stage.TIMING, "timed_output_wrong",
+                                     f"the harness reported {kept} timed outputs; it keeps at most"
+                                     f" {len(sets) + timing.SAMPLED_OUTPUTS}"))
+        for i in range(kept):
+            set_index, step, rep, stored = _timed_entry(_load_timed(folder / f"timed_{i}.kgt"), len(sets))
             inputs = timing.scaled_inputs(to_device(sets[set_index], self.device), step, which[set_index])
             outs = to_device(stored, self.device)
             refs, oracles = reference.outputs(inputs)
@@ -380,6 +409,9 @@ class _Evaluation:
             child_output=self.child_output[-8000:],
             roofline=self.roofline,
             seed_secret="deployment" if self.request.trials.secret else "per-evaluation (no deployment secret set)",
+            compiled_baseline=self.compiled_baseline, compiled_baseline_reused=self.compiled_baseline_reused,
+            speedup_vs_compiled=(compiled_baseline.speedup_against(self.compiled_baseline, self.candidate_timing)
+                                 if verdict in (Verdict.CORRECT, Verdict.FLAGGED) else None),
         )
 
 
@@ -395,6 +427,14 @@ def _mutated(inputs: list[Any], reply: CallReply) -> list[int]:
     judged = {i for i, (a, b) in enumerate(zip(mine, theirs, strict=False))
               if isinstance(inputs[i], torch.Tensor) and a != b}
     return sorted(judged | set(reply.mutated_inputs))
+
+
+def _load_timed(path: Path) -> Any:
+    try:
+        return tensorfile.load(path)
+    except (OSError, tensorfile.TensorFileError) as exc:
+        raise _Verdicted(Failure(Stage.TIMING, "timed_output_wrong",
+                                 f"a timed output the harness reported is missing or unreadable: {exc}")) from None
 
 
 def _timed_entry(entry: Any, sets: int) -> tuple[int, int, int, list[Any]]:
@@ -434,17 +474,6 @@ def _reset_l2(device: torch.device) -> None:
         with torch.cuda.device(device):
             torch.cuda.synchronize(device)
             PersistingL2().reset(device.index or 0, torch.cuda.current_stream(device).cuda_stream)
-
-
-def _method(params: TimingParams, flush_bytes: int, device: torch.device, l2_status: str) -> TimingMethod:
-    return TimingMethod(
-        clock="cuda_event+device_sync" if device.type == "cuda" else "perf_counter_ns",
-        flush_bytes=flush_bytes, warmup_calls=params.warmup_calls, warmup_ms=params.warmup_ms,
-        min_reps=params.min_reps, max_reps=params.max_reps, target_rse=params.target_rse,
-        target_median_ci=params.target_median_ci,
-        max_device_ms=params.max_device_ms, max_wall_ms=params.max_wall_ms, input_sets=params.input_sets,
-        l2_persisting=l2_status or ("not applicable (CPU)" if device.type != "cuda" else "unknown"),
-    )
 
 
 def _comparison_failure(code: str, message: str) -> Any:

@@ -30,8 +30,9 @@ class ResourceLimits:
     # A PyTorch CUDA process holds a few hundred descriptors (libraries, the driver, pipes); 4096 leaves
     # room for honest use and stops descriptor exhaustion from reaching the host's table.
     open_files: int = 4096
-    # Larger than any built extension or output tensor file of a KernelBench problem (at most a few hundred
-    # MiB), small enough that one runaway write cannot fill the disk by itself.
+    # Larger than any built extension or tensor file a child writes (one call's outputs: at most 2 GiB for
+    # the built-in problems, each timed output in a file of its own), small enough that one runaway write
+    # cannot fill the disk by itself.
     file_bytes: int = 4 * GiB
     # Processes and threads (RLIMIT_NPROC and a pids cgroup where there is one). None: the launcher's default.
     processes: int | None = None

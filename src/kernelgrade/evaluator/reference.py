@@ -8,10 +8,12 @@ from __future__ import annotations
 import copy
 import hashlib
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from kernelgrade.evaluator import tensorfile
 from kernelgrade.evaluator.compare import flatten_outputs
 from kernelgrade.evaluator.request import PrecisionKind, ProblemSpec
 from kernelgrade.evaluator.submission_module import load_problem_module
@@ -70,3 +72,13 @@ class Reference:
         with torch.no_grad():
             out = self._oracle_model(*upcast)
         return [t.detach() for t in flatten_outputs(out)]
+
+
+def save_timing_sets(reference: Reference, work_dir: Path, count: int, seed: int,
+                     secret: str) -> tuple[list[list[Any]], list[Path]]:
+    """An evaluation's timing input sets (TIMING.md), as values for the judge and as files for a child."""
+    sets = [reference.make_inputs(derive_seed(seed, "timing", k, secret)) for k in range(count)]
+    paths = [work_dir / f"timing_{k}.kgt" for k in range(len(sets))]
+    for path, values in zip(paths, sets, strict=True):
+        tensorfile.save(path, values)
+    return sets, paths

@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # result.py imports this module (through roofline.py)
+    from kernelgrade.evaluator.result import CompiledBaseline
 
 
 class DeviceKind(StrEnum):
@@ -114,6 +118,20 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class BaselinePlan:
+    """Whether to report a speedup against torch.compile of the reference, and where that number comes from."""
+
+    # Measure torch.compile of the reference (after the candidate's timing) when `known` is None.
+    measure: bool = False
+    # A fresh measurement for this problem version on this device class, taken earlier: reused as is.
+    known: CompiledBaseline | None = None
+    # Inductor compiles the reference on its first call; a large fused problem takes a minute or two on a
+    # loaded host with one compile thread, and ten minutes means it is not going to finish.
+    compile_s: float = 600.0
+    mode: str = "default"  # torch.compile's mode
+
+
+@dataclass(frozen=True)
 class EvalRequest:
     problem: ProblemSpec
     submission: str
@@ -126,3 +144,4 @@ class EvalRequest:
     max_source_bytes: int = 512 * 1024
     compile_jobs: int = 4
     measure_timing: bool = True
+    compiled_baseline: BaselinePlan = field(default_factory=BaselinePlan)

@@ -117,6 +117,41 @@ class Environment:
     sandbox: str
 
 
+class BaselineStatus(StrEnum):
+    MEASURED = "measured"
+    FAILED = "failed"  # torch.compile could not compile the reference, or its outputs were wrong
+
+
+@dataclass(frozen=True)
+class CompiledBaseline:
+    """The reference under torch.compile, timed the way a candidate is (same child, loop, flush and inputs):
+    a second baseline, measured once per problem version and device class and reused while fresh."""
+
+    status: BaselineStatus
+    problem_hash: str
+    backend: str  # what torch.compile was asked for, e.g. "inductor (mode default)"
+    device_name: str
+    torch: str
+    measured_at: str  # ISO 8601, UTC
+    timing: TimingStats | None = None
+    method: TimingMethod | None = None
+    compile_seconds: float = 0.0  # the first call, which is where torch.compile does its work
+    message: str = ""  # why it failed; empty when measured
+
+    @property
+    def median_ms(self) -> float | None:
+        return self.timing.median_ms if self.timing is not None else None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = _jsonable(dataclasses.asdict(self))
+        return data
+
+    @classmethod
+    def from_json_dict(cls, data: dict[str, Any]) -> CompiledBaseline:
+        baseline: CompiledBaseline = _build(cls, data)
+        return baseline
+
+
 @dataclass(frozen=True)
 class EvalResult:
     verdict: Verdict
@@ -140,6 +175,11 @@ class EvalResult:
     roofline: RooflineFloor | None = None
     # Where the secret seed material came from: "deployment" or "per-evaluation" (none was configured).
     seed_secret: str = ""
+    # torch.compile of the reference, when the request asked for it: measured by this evaluation, or an
+    # earlier measurement it was given (reused), and the candidate's speedup against it.
+    compiled_baseline: CompiledBaseline | None = None
+    compiled_baseline_reused: bool = False
+    speedup_vs_compiled: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -178,6 +218,8 @@ _NESTED: dict[str, type] = {
     "method": TimingMethod,
     "environment": Environment,
     "roofline": RooflineFloor,
+    "compiled_baseline": CompiledBaseline,
+    "timing": TimingStats,
 }
 
 
@@ -209,4 +251,6 @@ def _field_value(cls: type[Any], name: str, raw: Any) -> Any:
         return Verdict(raw)
     if name == "stage" and cls is Failure:
         return Stage(raw)
+    if name == "status" and cls is CompiledBaseline:
+        return BaselineStatus(raw)
     return raw

@@ -182,9 +182,10 @@ class RunSession:
                           str(l2.get("status", "")), int(l2.get("limit_bytes", 0)),
                           int(reply.get("clock_tampered_reps", 0)))
 
-    def timed_outputs(self, outputs: Path, timeout: float) -> TimedOutputsReply:
-        """Have the child write its sample of timed outputs, as [set, scale step, rep, [outputs]], to `outputs`."""
-        reply = self._request(Stage.TIMING, {"op": "timed_outputs", "outputs": str(outputs)}, timeout)
+    def timed_outputs(self, outputs_dir: Path, timeout: float) -> TimedOutputsReply:
+        """Have the child write its sample of timed outputs, each as [set, scale step, rep, [outputs]], to
+        `outputs_dir`/timed_{i}.kgt."""
+        reply = self._request(Stage.TIMING, {"op": "timed_outputs", "outputs_dir": str(outputs_dir)}, timeout)
         changed = tuple(int(r) for r in reply.get("changed_after_return", []))
         return TimedOutputsReply(int(reply.get("kept", 0)), changed, Integrity.from_reply(reply))
 

@@ -25,7 +25,7 @@ import torch
 from kernelgrade.evaluator.compare import flatten_outputs
 from kernelgrade.evaluator.l2 import PersistingL2
 from kernelgrade.evaluator.request import TimingParams
-from kernelgrade.evaluator.result import TimingStats
+from kernelgrade.evaluator.result import TimingMethod, TimingStats
 from kernelgrade.evaluator.tensor_checks import fingerprints
 
 MIB = 1024 * 1024
@@ -337,3 +337,15 @@ def median_ci_indices(n: int) -> tuple[int, int]:
     low = max(0, math.floor(n / 2 - half))
     high = min(n - 1, math.ceil(n / 2 + half) - 1)
     return low, max(low, high)
+
+
+def method_record(params: TimingParams, flush_bytes: int, device: torch.device, l2_status: str) -> TimingMethod:
+    """How timings were taken, for the record beside the numbers."""
+    return TimingMethod(
+        clock="cuda_event+device_sync" if device.type == "cuda" else "perf_counter_ns",
+        flush_bytes=flush_bytes, warmup_calls=params.warmup_calls, warmup_ms=params.warmup_ms,
+        min_reps=params.min_reps, max_reps=params.max_reps, target_rse=params.target_rse,
+        target_median_ci=params.target_median_ci,
+        max_device_ms=params.max_device_ms, max_wall_ms=params.max_wall_ms, input_sets=params.input_sets,
+        l2_persisting=l2_status or ("not applicable (CPU)" if device.type != "cuda" else "unknown"),
+    )
