@@ -23,6 +23,9 @@ BUILTIN = builtin_problems()
 CPU_PROBLEMS = [p for p in BUILTIN if p.device is DeviceKind.CPU]
 GPU_PROBLEMS = [p for p in BUILTIN if p.device is DeviceKind.CUDA]
 GIB = 1024**3
+# A memory-bound problem needs about 3 GB of traffic for 1 ms on an H100, all of it one input for a reduction;
+# the judge's inputs, outputs, float64 oracle copies and timed outputs still fit an 80 GB GPU.
+MAX_INPUT_BYTES = 3 * GIB
 
 
 def by_name(problems: list[Problem]) -> list[Any]:
@@ -69,12 +72,12 @@ def nbytes(tensors: Any) -> int:
 
 
 @pytest.mark.parametrize("problem", by_name(BUILTIN))
-def test_inputs_are_float32_tensors_of_at_most_a_gib(problem: Problem) -> None:
+def test_inputs_are_float32_tensors_of_at_most_3_gib(problem: Problem) -> None:
     inputs, _, _, _ = shapes_only(problem)
     assert inputs and all(isinstance(x, torch.Tensor) for x in inputs)
     for x in inputs:
         assert x.dtype == torch.float32
-        assert x.numel() * x.element_size() <= GIB
+        assert x.numel() * x.element_size() <= MAX_INPUT_BYTES
 
 
 @pytest.mark.parametrize("problem", by_name(BUILTIN))

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernelgrade.evaluator import DeviceKind, PrecisionKind
+from kernelgrade.evaluator.request import TorchOps
 from kernelgrade.problems import ProblemFormatError, load_problem_file, load_problem_source
 
 BODY = '''
@@ -66,6 +67,20 @@ def test_defaults_without_metadata_are_kernelbenchs() -> None:
     assert (problem.precision.atol, problem.precision.rtol) == (1e-4, 1e-4)
     assert (problem.suite, problem.level, problem.flops, problem.bytes_moved) == ("kb", 2, None, None)
     assert problem.description == "Doubles a matrix."
+    assert problem.torch_ops is TorchOps.REPORT
+    assert problem.spec().torch_ops is TorchOps.REPORT
+
+
+def test_torch_ops_forbid_reaches_the_spec() -> None:
+    problem = load_problem_source(source('KERNELGRADE = {"torch_ops": "forbid"}'), "double")
+    assert problem.torch_ops is TorchOps.FORBID
+    assert problem.spec().torch_ops is TorchOps.FORBID
+
+
+@pytest.mark.parametrize("value", ['"allow"', '"FORBID"', "1", "[1]"])
+def test_rejects_a_bad_torch_ops_value_naming_the_key(value: str) -> None:
+    with pytest.raises(ProblemFormatError, match=r"bad KERNELGRADE value: torch_ops must be 'report' or 'forbid'"):
+        load_problem_source(source(f'KERNELGRADE = {{"torch_ops": {value}}}'), "broken")
 
 
 @pytest.mark.parametrize("missing", ["Model", "get_inputs", "get_init_inputs"])

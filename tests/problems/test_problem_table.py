@@ -57,3 +57,13 @@ def test_cuda_table_without_a_gpu_says_so() -> None:
     done = run_table("--device", "cuda")
     assert done.returncode == 2
     assert "no CUDA device" in done.stderr
+
+
+def test_cpu_table_times_torch_compile_of_the_reference_too(tmp_path: Path) -> None:
+    out = tmp_path / "table.json"
+    done = run_table("--device", "cpu", "add_relu", "--max-device-ms", "50", "--compiled", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    row = json.loads(out.read_text())["rows"][0]
+    assert row["compiled_status"] == "measured", row
+    assert row["compiled_ms"] > 0 and row["compile_s"] > 0
+    assert "eager/compiled" in done.stdout

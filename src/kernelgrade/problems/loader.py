@@ -2,8 +2,9 @@
 metadata in a top-level literal `KERNELGRADE = {...}`, which KernelBench tooling simply ignores.
 
 Metadata keys: device ("cuda" | "cpu"), precision ("fp32" | "tf32" | "tolerance"), atol, rtol,
-flops, bytes, suite, level, tags, description. The content hash covers the whole file, so a changed
-file is a new version.
+flops, bytes, suite, level, tags, description, torch_ops ("report" | "forbid", default "report": whether a
+submission that calls the torch operations computing the reference is only reported or flagged). The
+content hash covers the whole file, so a changed file is a new version.
 
 Counting conventions of the built-in suite: `flops` counts the reference computation, 2 per multiply-add
 in matmuls and convolutions and 1 per elementwise arithmetic operation or transcendental function (exp,
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelgrade.evaluator.request import DeviceKind, PrecisionKind, PrecisionPolicy, ProblemSpec
+from kernelgrade.evaluator.request import DeviceKind, PrecisionKind, PrecisionPolicy, ProblemSpec, TorchOps
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 META_NAME = "KERNELGRADE"
@@ -43,10 +44,12 @@ class Problem:
     tags: tuple[str, ...]
     description: str
     content_hash: str
+    torch_ops: TorchOps = TorchOps.REPORT
 
     def spec(self) -> ProblemSpec:
         return ProblemSpec(name=self.name, source=self.source, device=self.device, precision=self.precision,
-                           flops=self.flops, bytes_moved=self.bytes_moved, content_hash=self.content_hash)
+                           flops=self.flops, bytes_moved=self.bytes_moved, content_hash=self.content_hash,
+                           torch_ops=self.torch_ops)
 
 
 def content_hash(source: str) -> str:
@@ -82,6 +85,7 @@ def _problem(name: str, source: str, meta: dict[str, Any], suite: str, level: in
         tags=_tags(meta.get("tags", ())),
         description=str(meta.get("description", doc)),
         content_hash=content_hash(source),
+        torch_ops=_torch_ops(meta),
     )
 
 
@@ -189,6 +193,15 @@ def _policy(meta: dict[str, Any]) -> PrecisionPolicy:
     default_tol = 1e-2 if kind is PrecisionKind.TOLERANCE and meta.get("half") else 1e-4
     return PrecisionPolicy(kind=kind, atol=float(meta.get("atol", default_tol)),
                            rtol=float(meta.get("rtol", default_tol)))
+
+
+def _torch_ops(meta: dict[str, Any]) -> TorchOps:
+    value = meta.get("torch_ops", TorchOps.REPORT.value)
+    try:
+        return TorchOps(value)
+    except ValueError:
+        choices = " or ".join(repr(t.value) for t in TorchOps)
+        raise ValueError(f"torch_ops must be {choices}, not {value!r}") from None
 
 
 def _opt_float(value: Any) -> float | None:

@@ -1,8 +1,9 @@
-"""2D max pooling, 3 x 3 window, stride 2, padding 1, on a (16, 64, 512, 512) tensor (output 256 x 256)."""
+"""2D max pooling, 3 x 3 window, stride 2, padding 1, on a (40, 64, 512, 512) tensor (2.5 GiB;
+output 256 x 256)."""
 import torch
 import torch.nn as nn
 
-BATCH = 16
+BATCH = 40
 CHANNELS = 64
 HEIGHT = 512
 WIDTH = 512

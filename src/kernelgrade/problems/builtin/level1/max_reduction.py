@@ -1,9 +1,9 @@
-"""Maximum over the middle dimension of a (128, 4096, 512) tensor. Inputs are normal, not uniform: the
+"""Maximum over the middle dimension of a (384, 4096, 512) tensor (3 GiB). Inputs are normal, not uniform: the
 maximum of 4096 uniform samples is within tolerance of 1.0 on every seed, so a constant would pass."""
 import torch
 import torch.nn as nn
 
-BATCH = 128
+BATCH = 384
 DIM1 = 4096
 DIM2 = 512
 
