@@ -103,3 +103,53 @@ def test_keys_decide_the_submitter_and_who_reads_sources(api_factory: ApiFactory
     assert source(public["id"], bob) == variant(2)
     other = api.get(f"/v1/submissions/{private['id']}", headers={"X-API-Key": bob}).json()
     assert other["evaluation"]["result"] is None and other["submitter"] == "alice"
+
+
+def _finish_with_compiled_baseline(database: Database, reused: bool) -> None:
+    """Record a result as a judge does: an EvalResult with a torch.compile baseline, through outcome_from_result."""
+    from kernelgrade.evaluator import BaselineStatus, CompiledBaseline, EvalResult, TimingStats, Verdict
+    from kernelgrade.service.job_outcome import outcome_from_result
+    from kernelgrade.storage.jobs import Lease, claim_next, finish_job
+
+    def stats(median: float) -> TimingStats:
+        return TimingStats(n=10, median_ms=median, mean_ms=median, std_ms=0.0, min_ms=median, max_ms=median,
+                           ci95_low_ms=median, ci95_high_ms=median, stop_reason="target")
+
+    baseline = CompiledBaseline(status=BaselineStatus.MEASURED, problem_hash="h", backend="inductor (mode default)",
+                                device_name="cpu", torch="2.x", measured_at="2026-11-20T10:00:00+00:00",
+                                timing=stats(1.5), compile_seconds=12.0)
+    result = EvalResult(verdict=Verdict.CORRECT, problem="add_relu", problem_hash="h", precision="fp32",
+                        reference_timing=stats(3.0), candidate_timing=stats(2.0), speedup=1.5,
+                        compiled_baseline=baseline, compiled_baseline_reused=reused, speedup_vs_compiled=0.75)
+    with database.session() as session:
+        job = claim_next(session, Lease("judge", 60), {"cpu": "cpu-test"}, 3)
+        assert job is not None
+        assert finish_job(session, job.evaluation_id, "judge", outcome_from_result(result))
+
+
+def test_a_result_reports_its_speedup_against_torch_compile(api: httpx.Client, database: Database) -> None:
+    created = _submit(api, model="m1").json()
+    _finish_with_compiled_baseline(database, reused=True)
+    evaluation = api.get(f"/v1/submissions/{created['id']}").json()["evaluation"]
+    assert evaluation["speedup"] == 1.5 and evaluation["speedup_vs_compiled"] == 0.75
+    assert evaluation["compiled_baseline"] == {
+        "status": "measured", "median_ms": 1.5, "backend": "inductor (mode default)",
+        "measured_at": "2026-11-20T10:00:00Z", "reused": True, "message": ""}
+    entry = api.get("/v1/leaderboards/add_relu").json()["entries"][0]
+    assert entry["speedup"] == 1.5 and entry["speedup_vs_compiled"] == 0.75
+    board_page = api.get("/problems/add_relu/leaderboard").text
+    assert "vs torch.compile" in board_page and "0.75\u00d7" in board_page
+    result_page = api.get(f"/submissions/{created['id']}").text
+    assert "0.75\u00d7 vs torch.compile of the reference (1.5 ms, inductor (mode default), measured" in result_page
+
+
+def test_without_a_compiled_baseline_the_fields_are_null(api: httpx.Client, database: Database) -> None:
+    view = _submit(api, model="m2").json()
+    with database.session() as session:
+        from kernelgrade.storage.submissions import get_submission
+
+        found = get_submission(session, view["id"])
+    assert found is not None
+    grade(database, found, "correct", 1.2)
+    evaluation = api.get(f"/v1/submissions/{view['id']}").json()["evaluation"]
+    assert evaluation["speedup_vs_compiled"] is None and evaluation["compiled_baseline"] is None

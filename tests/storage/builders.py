@@ -45,19 +45,21 @@ def add_submission(database: Database, problem: ProblemRecord, source: str = "cl
         return create_submission(session, new)
 
 
-def outcome(verdict: str = "correct", speedup: float | None = 1.5) -> JobOutcome:
+def outcome(verdict: str = "correct", speedup: float | None = 1.5,
+            speedup_vs_compiled: float | None = None) -> JobOutcome:
     env = EnvironmentFields(device_name="cpu", driver=None, torch="2.x", cuda=None, sandbox="none", host="test")
     return JobOutcome(verdict=verdict, result={"verdict": verdict, "speedup": speedup}, speedup=speedup,
                       reference_median_ms=3.0 if speedup else None,
                       candidate_median_ms=3.0 / speedup if speedup else None,
                       error_code=None if verdict == "correct" else "wrong_values",
-                      error_summary=None if verdict == "correct" else "values differ", environment=env)
+                      error_summary=None if verdict == "correct" else "values differ", environment=env,
+                      speedup_vs_compiled=speedup_vs_compiled)
 
 
 def grade(database: Database, view: SubmissionView, verdict: str = "correct", speedup: float | None = 1.5,
-          device_class: str = "cpu-x86_64") -> None:
+          device_class: str = "cpu-x86_64", speedup_vs_compiled: float | None = None) -> None:
     """Claim the submission's job (it must be the oldest queued) and record a result for it."""
     with database.session() as session:
         job = claim_next(session, Lease("grader", 60), {"cpu": device_class}, 3)
         assert job is not None and job.submission_id == view.submission.id
-        assert finish_job(session, job.evaluation_id, "grader", outcome(verdict, speedup))
+        assert finish_job(session, job.evaluation_id, "grader", outcome(verdict, speedup, speedup_vs_compiled))

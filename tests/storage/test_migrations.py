@@ -10,6 +10,8 @@ from sqlalchemy import inspect, text
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.migrate import alembic_config, current_revision, head_revision, upgrade
 from kernelgrade.storage.models import Base
+from kernelgrade.storage.submissions import get_submission
+from tests.storage.builders import add_problem, add_submission, grade
 
 
 def test_migrations_match_the_models(database: Database) -> None:
@@ -27,6 +29,20 @@ def test_upgrade_is_idempotent_and_downgrade_removes_everything(database: Databa
     assert upgrade(database) == head_revision()
     assert {"problems", "submissions", "evaluations", "api_keys", "workers"} <= set(
         inspect(database.engine).get_table_names())
+
+
+def test_0002_keeps_the_results_of_0001_and_adds_the_baseline_columns(database: Database) -> None:
+    problem = add_problem(database)
+    view = add_submission(database, problem)
+    command.downgrade(alembic_config(database), "0001")
+    assert "compiled_baselines" not in inspect(database.engine).get_table_names()
+    upgrade(database)
+    assert {"compiled_baselines"} <= set(inspect(database.engine).get_table_names())
+    grade(database, view, "correct", 2.0, speedup_vs_compiled=0.8)
+    with database.session() as session:
+        found = get_submission(session, view.submission.id)
+    assert found is not None and found.evaluation is not None
+    assert found.evaluation.speedup == 2.0 and found.evaluation.speedup_vs_compiled == 0.8
 
 
 def test_sqlite_runs_in_wal_mode_with_foreign_keys(tmp_path: object) -> None:

@@ -24,6 +24,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: the problem's)")
     parser.add_argument("--no-timing", action="store_true", help="check correctness only")
     parser.add_argument("--quick", action="store_true", help="cap each timing phase at 3 s (smoke tests)")
+    parser.add_argument("--compiled-baseline", action="store_true",
+                        help="also time torch.compile of the reference and report the speedup against it"
+                             " (adds an inductor compile, up to minutes)")
     parser.add_argument("--sandbox", default=None, help="auto, bwrap, unshare or none (default: settings)")
     parser.set_defaults(handler=run)
 
@@ -33,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         result = grade_file(args.problem, args.submission, device=args.device, timing=not args.no_timing,
-                            quick=args.quick, sandbox=args.sandbox, progress=ProgressLine(sys.stderr))
+                            quick=args.quick, sandbox=args.sandbox, progress=ProgressLine(sys.stderr),
+                            compiled_baseline=args.compiled_baseline)
     except GradingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -6,7 +6,16 @@ from dataclasses import replace
 from pathlib import Path
 
 from kernelgrade.config import Settings
-from kernelgrade.evaluator import DeviceKind, EvalRequest, EvalResult, ProgressFn, TimingParams, TrialPlan, evaluate
+from kernelgrade.evaluator import (
+    BaselinePlan,
+    DeviceKind,
+    EvalRequest,
+    EvalResult,
+    ProgressFn,
+    TimingParams,
+    TrialPlan,
+    evaluate,
+)
 from kernelgrade.evaluator.sandbox import SandboxOptions, SandboxUnavailable, make_launcher
 from kernelgrade.problems import ProblemFormatError
 
@@ -21,7 +30,8 @@ class GradingError(Exception):
 
 def grade_file(problem_ref: str, submission: Path, *, device: str | None = None, timing: bool = True,
                quick: bool = False, sandbox: str | None = None, progress: ProgressFn | None = None,
-               settings: Settings | None = None) -> EvalResult:
+               settings: Settings | None = None, compiled_baseline: bool = False) -> EvalResult:
+    """`compiled_baseline`: also time torch.compile of the reference (no stored one to reuse here)."""
     from kernelgrade.cli.problem_commands import resolve_problem
 
     settings = settings or Settings.from_env()
@@ -45,7 +55,7 @@ def grade_file(problem_ref: str, submission: Path, *, device: str | None = None,
         problem=replace(problem, device=kind), submission=source, cache_dir=settings.cache_dir,
         work_root=settings.work_root, device_index=index, trials=TrialPlan(secret=settings.seed_secret),
         compile_jobs=settings.compile_jobs, measure_timing=timing, max_source_bytes=settings.max_source_bytes,
-        timing=QUICK_TIMING if quick else TimingParams(),
+        timing=QUICK_TIMING if quick else TimingParams(), compiled_baseline=BaselinePlan(measure=compiled_baseline),
     )
     return evaluate(request, launcher, progress)
 

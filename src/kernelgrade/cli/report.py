@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from kernelgrade.evaluator import EvalResult, TimingStats, Verdict
+from kernelgrade.evaluator import BaselineStatus, EvalResult, TimingStats, Verdict
 
 
 def verdict_table(result: EvalResult, submission: str) -> str:
@@ -41,6 +41,7 @@ def _timing_lines(result: EvalResult) -> list[str]:
     lines.append(_stats_line("candidate", result.candidate_timing))
     if result.speedup is not None:
         lines.append(f"speedup     {result.speedup:.3f}x (reference median / candidate median)")
+    lines.extend(_compiled_lines(result))
     if result.method:
         m = result.method
         flush_mib = m.flush_bytes // (1024 * 1024)
@@ -49,6 +50,17 @@ def _timing_lines(result: EvalResult) -> list[str]:
                      f" after {m.min_reps} reps, or at {m.max_device_ms:g} ms device / {m.max_wall_ms:g} ms wall /"
                      f" {m.max_reps} reps; {m.input_sets} input sets")
     return lines
+
+
+def _compiled_lines(result: EvalResult) -> list[str]:
+    baseline = result.compiled_baseline
+    if baseline is None:
+        return []
+    if baseline.status is BaselineStatus.FAILED or baseline.median_ms is None:
+        return [f"vs compile  - (torch.compile of the reference failed: {baseline.message or 'no timing'})"]
+    speedup = "-" if result.speedup_vs_compiled is None else f"{result.speedup_vs_compiled:.3f}x"
+    reused = f", measured {baseline.measured_at}" if result.compiled_baseline_reused else ""
+    return [f"vs compile  {speedup} (torch.compile reference {baseline.median_ms:.4g} ms, {baseline.backend}{reused})"]
 
 
 def _stats_line(label: str, s: TimingStats) -> str:
@@ -77,10 +89,19 @@ def junit_xml(result: EvalResult, submission: str, min_speedup: float | None) ->
         message = _message(result) if failing else f"speedup {result.speedup} is below {min_speedup}"
         ET.SubElement(case, "failure", message=message, type=result.verdict.value).text = _detail(result)
     props = ET.SubElement(case, "properties")
-    for name, value in (("verdict", result.verdict.value), ("speedup", _num(result.speedup))):
+    for name, value in _properties(result):
         ET.SubElement(props, "property", name=name, value=value)
     ET.SubElement(case, "system-out").text = verdict_table(result, submission)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True)
+
+
+def _properties(result: EvalResult) -> list[tuple[str, str]]:
+    properties = [("verdict", result.verdict.value), ("speedup", _num(result.speedup))]
+    if result.compiled_baseline is not None:
+        properties += [("speedup_vs_compiled", _num(result.speedup_vs_compiled)),
+                       ("compiled_baseline", result.compiled_baseline.status.value),
+                       ("compiled_baseline_ms", _num(result.compiled_baseline.median_ms))]
+    return properties
 
 
 def _message(result: EvalResult) -> str:

@@ -6,7 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kernelgrade.config import Settings
-from kernelgrade.evaluator import DeviceKind, EvalRequest, Limits, ProblemSpec, TimingParams, TrialPlan
+from kernelgrade.evaluator import (
+    BaselinePlan,
+    CompiledBaseline,
+    DeviceKind,
+    EvalRequest,
+    Limits,
+    ProblemSpec,
+    TimingParams,
+    TrialPlan,
+)
 from kernelgrade.storage.records import ProblemRecord
 
 # The "fast" profile: few trials and a short timing loop, enough to exercise every stage and give a
@@ -19,6 +28,7 @@ FAST_TRIALS = TrialPlan(public_trials=3, secret_trials=2)
 FAST_LIMITS = Limits(compile_s=240.0, load_s=60.0, call_s=10.0, timing_s=60.0)
 
 PROFILES = ("standard", "fast")
+BASELINE_CHOICES = ("auto", "", "on", "off", "1", "0", "true", "false", "yes", "no")
 
 
 @dataclass(frozen=True)
@@ -29,15 +39,23 @@ class RequestBuilder:
         if self.settings.timing_profile not in PROFILES:
             raise ValueError(f"unknown timing profile {self.settings.timing_profile!r}; use one of"
                              f" {', '.join(PROFILES)} (KERNELGRADE_TIMING_PROFILE)")
+        if self.settings.compiled_baseline.lower() not in BASELINE_CHOICES:
+            raise ValueError(f"unknown compiled baseline choice {self.settings.compiled_baseline!r}; use auto, on"
+                             " or off (KERNELGRADE_COMPILED_BASELINE)")
 
-    def build(self, problem: ProblemSpec, source: str, device_index: int) -> EvalRequest:
+    def build(self, problem: ProblemSpec, source: str, device_index: int,
+              known_baseline: CompiledBaseline | None = None) -> EvalRequest:
+        """`known_baseline`: a fresh torch.compile measurement of this problem version on this device class,
+        reused instead of measuring again."""
         settings = self.settings
         fast = settings.timing_profile == "fast"
         trials = replace(FAST_TRIALS if fast else TrialPlan(), secret=settings.seed_secret)
         return EvalRequest(problem=problem, submission=source, cache_dir=settings.cache_dir,
                            work_root=settings.work_root, device_index=device_index, trials=trials,
                            timing=FAST_TIMING if fast else TimingParams(), limits=FAST_LIMITS if fast else Limits(),
-                           max_source_bytes=settings.max_source_bytes, compile_jobs=settings.compile_jobs)
+                           max_source_bytes=settings.max_source_bytes, compile_jobs=settings.compile_jobs,
+                           compiled_baseline=BaselinePlan(measure=settings.measures_compiled_baseline,
+                                                          known=known_baseline))
 
 
 def problem_spec(problem: ProblemRecord) -> ProblemSpec:

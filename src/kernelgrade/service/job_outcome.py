@@ -1,11 +1,18 @@
-"""The one place where an EvalResult becomes storage values: typed columns for queries plus the JSON blob."""
+"""The one place where an EvalResult becomes storage values: typed columns for queries plus the JSON blob,
+and where a torch.compile baseline crosses between the evaluator and storage, both ways."""
 
 from __future__ import annotations
 
+import logging
 import traceback
+from datetime import UTC, datetime
 
-from kernelgrade.evaluator import EvalResult, Failure, Stage, Verdict
-from kernelgrade.storage.records import EnvironmentFields, JobOutcome
+import torch
+
+from kernelgrade.evaluator import CompiledBaseline, EvalResult, Failure, Stage, Verdict
+from kernelgrade.storage.records import BaselineRecord, EnvironmentFields, JobOutcome
+
+log = logging.getLogger(__name__)
 
 SUMMARY_CHARS = 2000
 
@@ -15,6 +22,7 @@ def outcome_from_result(result: EvalResult) -> JobOutcome:
     failure = result.failure
     return JobOutcome(
         verdict=result.verdict.value, result=result.to_json_dict(), speedup=result.speedup,
+        speedup_vs_compiled=result.speedup_vs_compiled,
         reference_median_ms=result.reference_timing.median_ms if result.reference_timing else None,
         candidate_median_ms=result.candidate_timing.median_ms if result.candidate_timing else None,
         error_code=failure.code if failure else None,
@@ -30,3 +38,32 @@ def grader_fault(exc: BaseException, problem_name: str, problem_hash: str) -> Jo
     failure = Failure(Stage.VALIDATE, "grader_error", message, detail=detail)
     return outcome_from_result(EvalResult(verdict=Verdict.ERROR, problem=problem_name, problem_hash=problem_hash,
                                           precision="", failure=failure))
+
+
+def baseline_to_store(result: EvalResult) -> BaselineRecord | None:
+    """The torch.compile baseline this evaluation measured (None when it measured none or reused one)."""
+    baseline = result.compiled_baseline
+    if baseline is None or result.compiled_baseline_reused:
+        return None
+    return BaselineRecord(torch=baseline.torch or torch.__version__, status=baseline.status.value,
+                          median_ms=baseline.median_ms, measured_at=_measured_at(baseline.measured_at),
+                          data=baseline.to_json_dict())
+
+
+def stored_baseline(record: BaselineRecord) -> CompiledBaseline | None:
+    """A stored baseline, to reuse; None (measure again) when its JSON no longer reads as a CompiledBaseline."""
+    try:
+        return CompiledBaseline.from_json_dict(record.data)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        log.warning("a stored torch.compile baseline (%s) could not be read; measuring again", record.measured_at,
+                    exc_info=True)
+        return None
+
+
+def _measured_at(iso: str) -> datetime:
+    # Freshness is judged from this time; one that does not parse counts from now rather than never expiring.
+    try:
+        when = datetime.fromisoformat(iso)
+    except ValueError:
+        return datetime.now(UTC)
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)

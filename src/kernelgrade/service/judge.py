@@ -4,6 +4,9 @@ Every write is conditional on the judge's lease, so a result computed after the 
 stopped and gave the job back, or the heartbeat stalled past expiry and another worker took it over) is
 discarded rather than recorded twice. A result of verdict `error` (the grader's own fault) sends the job
 back to the queue until its attempts reach the cap.
+
+A torch.compile baseline measured on this device class within the configured age is handed to evaluate()
+to reuse; one that evaluate() measured is stored with the result, in the same lease-guarded transaction.
 """
 
 from __future__ import annotations
@@ -12,16 +15,21 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from enum import Enum
 
+import torch
+
 from kernelgrade.config import Settings
-from kernelgrade.evaluator import EvalResult, Launcher, Progress, Stage, evaluate
+from kernelgrade.evaluator import CompiledBaseline, EvalRequest, EvalResult, Launcher, Progress, Stage, evaluate
 from kernelgrade.service.grading_request import RequestBuilder, problem_spec
-from kernelgrade.service.job_outcome import grader_fault, outcome_from_result
+from kernelgrade.service.job_outcome import baseline_to_store, grader_fault, outcome_from_result, stored_baseline
 from kernelgrade.service.judges import JudgeSlot
+from kernelgrade.storage.baselines import fresh_baseline, record_baseline
+from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import Lease, claim_next, finish_job, record_progress, requeue_job
-from kernelgrade.storage.records import ClaimedJob, JobOutcome, JobStatus, ProgressUpdate
+from kernelgrade.storage.records import BaselineRecord, ClaimedJob, JobOutcome, JobStatus, ProgressUpdate
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +43,12 @@ class GradeOutcome(Enum):
     GRADED = "graded"
     REQUEUED = "requeued"
     SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class Graded:
+    outcome: JobOutcome
+    new_baseline: BaselineRecord | None = None  # measured by this evaluation, to store with its result
 
 
 @dataclass
@@ -95,18 +109,34 @@ class Judge:
         finally:
             self.state.current, self.state.timing = None, False
 
-    def _evaluate(self, job: ClaimedJob) -> JobOutcome:
+    def _evaluate(self, job: ClaimedJob) -> Graded:
         """Never raises: a fault of the grader itself becomes verdict `error` (retried up to the cap)."""
         try:
-            spec = problem_spec(job.problem)
-            device_index = self.slot.device_index if spec.device.value == "cuda" else 0
-            request = self.builder.build(spec, job.source, device_index)
-            result: EvalResult = evaluate(request, self.launcher, ProgressWriter(self, job))
+            result: EvalResult = evaluate(self.request_for(job), self.launcher, ProgressWriter(self, job))
         except Exception as exc:
-            return grader_fault(exc, job.problem.name, job.problem.content_hash)
-        return outcome_from_result(result)
+            return Graded(grader_fault(exc, job.problem.name, job.problem.content_hash))
+        return Graded(outcome_from_result(result), baseline_to_store(result))
 
-    def _record(self, job: ClaimedJob, outcome: JobOutcome) -> bool:
+    def request_for(self, job: ClaimedJob) -> EvalRequest:
+        spec = problem_spec(job.problem)
+        device_index = self.slot.device_index if spec.device.value == "cuda" else 0
+        return self.builder.build(spec, job.source, device_index, self._known_baseline(job))
+
+    def device_class(self, job: ClaimedJob) -> str:
+        """The class the claim recorded on the evaluation: the one this judge serves the job's key with."""
+        return dict(self.slot.routes).get(job.requested_device, self.slot.device_class)
+
+    def _known_baseline(self, job: ClaimedJob) -> CompiledBaseline | None:
+        if not self.settings.measures_compiled_baseline:
+            return None
+        max_age = timedelta(hours=self.settings.compiled_baseline_max_age_hours)
+        with self.database.session() as session:
+            found = fresh_baseline(session, job.problem.id, self.device_class(job), torch.__version__, max_age,
+                                   utcnow())
+        return stored_baseline(found) if found is not None else None
+
+    def _record(self, job: ClaimedJob, graded: Graded) -> bool:
+        outcome = graded.outcome
         requeue = outcome.verdict == "error" and job.attempt < self.settings.max_attempts
         with self.database.session() as session:
             if requeue:
@@ -114,6 +144,8 @@ class Judge:
                                    f"attempt {job.attempt}: {outcome.error_summary or 'grader error'}")
             else:
                 kept = finish_job(session, job.evaluation_id, self.owner, outcome)
+            if kept and not requeue and graded.new_baseline is not None:
+                record_baseline(session, job.problem.id, self.device_class(job), graded.new_baseline)
         if kept:
             log.info("judge %s: evaluation %d -> %s", self.slot.name, job.evaluation_id, outcome.verdict)
         else:

@@ -27,9 +27,10 @@ def board_for_problem(context: ServiceContext, name: str, device: str | None, ve
         entries = problem_board(session, problem.id, device, limit)
         flagged = flagged_count(session, problem.id, device)
     rows = [BoardEntryOut(rank=rank, submitter=e.submitter, model=e.model, speedup=e.speedup,
-                          submission_id=e.submission_id, reference_median_ms=e.reference_median_ms,
-                          candidate_median_ms=e.candidate_median_ms, device_class=e.device_class,
-                          finished_at=e.finished_at) for rank, e in enumerate(entries, start=1)]
+                          speedup_vs_compiled=e.speedup_vs_compiled, submission_id=e.submission_id,
+                          reference_median_ms=e.reference_median_ms, candidate_median_ms=e.candidate_median_ms,
+                          device_class=e.device_class, finished_at=e.finished_at)
+            for rank, e in enumerate(entries, start=1)]
     return ProblemBoardOut(problem=problem.name, version=problem.content_hash, device=device, entries=rows,
                            flagged_excluded=flagged)
 

@@ -88,6 +88,19 @@ class EnvironmentOut(BaseModel):
     host: str | None
 
 
+class CompiledBaselineOut(BaseModel):
+    """torch.compile of the reference, timed like the candidate: a second baseline beside the eager one."""
+
+    status: Literal["measured", "failed"] = Field(
+        description="failed: torch.compile could not compile the reference or its outputs were wrong (see message)")
+    median_ms: float | None = Field(description="median time of the compiled reference; null when it failed")
+    backend: str = Field(description="what torch.compile was asked for", examples=["inductor (mode default)"])
+    measured_at: datetime = Field(description="when it was measured (UTC)")
+    reused: bool = Field(description="true: an earlier measurement on this device class, reused while fresh;"
+                                     " false: measured during this evaluation")
+    message: str = Field("", description="why it failed; empty when measured")
+
+
 class EvaluationOut(BaseModel):
     id: int
     status: StatusName
@@ -95,9 +108,15 @@ class EvaluationOut(BaseModel):
     requested_device: str
     device_class: str | None
     attempts: int
-    speedup: float | None
+    speedup: float | None = Field(description="eager reference median / candidate median")
+    speedup_vs_compiled: float | None = Field(
+        None, description="torch.compile reference median / candidate median; null without a measured compiled"
+                          " baseline or when the verdict is neither correct nor flagged")
     reference_median_ms: float | None
     candidate_median_ms: float | None
+    compiled_baseline: CompiledBaselineOut | None = Field(
+        None, description="the torch.compile baseline the speedup_vs_compiled is against; null when none was asked"
+                          " for (the deployment's KERNELGRADE_COMPILED_BASELINE) or grading stopped before timing")
     reference_timing: TimingOut | None = None
     candidate_timing: TimingOut | None = None
     failure: FailureOut | None = None
@@ -180,7 +199,10 @@ class BoardEntryOut(BaseModel):
     rank: int
     submitter: str
     model: str
-    speedup: float
+    speedup: float = Field(description="eager reference median / candidate median (what the board ranks by)")
+    speedup_vs_compiled: float | None = Field(
+        None, description="of the same result: torch.compile reference median / candidate median; null where no"
+                          " compiled baseline was measured")
     submission_id: int
     reference_median_ms: float | None
     candidate_median_ms: float | None

@@ -7,6 +7,7 @@ from typing import Any, cast
 
 from kernelgrade.service.auth import Principal
 from kernelgrade.service.schemas import (
+    CompiledBaselineOut,
     EnvironmentOut,
     EvaluationOut,
     FailureOut,
@@ -41,8 +42,9 @@ def evaluation_out(record: EvaluationRecord, queue_position: int | None, *, full
     return EvaluationOut(
         id=record.id, status=record.status.value, verdict=cast(VerdictName | None, record.verdict),
         requested_device=record.requested_device, device_class=record.device_class, attempts=record.attempts,
-        speedup=record.speedup, reference_median_ms=record.reference_median_ms,
-        candidate_median_ms=record.candidate_median_ms,
+        speedup=record.speedup, speedup_vs_compiled=record.speedup_vs_compiled,
+        reference_median_ms=record.reference_median_ms, candidate_median_ms=record.candidate_median_ms,
+        compiled_baseline=_compiled_baseline(result),
         reference_timing=_timing(result.get("reference_timing")),
         candidate_timing=_timing(result.get("candidate_timing")), failure=_failure(record, result, full),
         findings=[FindingOut.model_validate(f) for f in result.get("findings", [])],
@@ -56,6 +58,16 @@ def evaluation_out(record: EvaluationRecord, queue_position: int | None, *, full
 
 def _timing(data: Any) -> TimingOut | None:
     return TimingOut.model_validate(data) if isinstance(data, dict) else None
+
+
+def _compiled_baseline(result: dict[str, Any]) -> CompiledBaselineOut | None:
+    data = result.get("compiled_baseline")
+    if not isinstance(data, dict):
+        return None
+    timing = data.get("timing")
+    median = timing.get("median_ms") if isinstance(timing, dict) else None
+    return CompiledBaselineOut.model_validate(
+        {**data, "median_ms": median, "reused": bool(result.get("compiled_baseline_reused"))})
 
 
 def _failure(record: EvaluationRecord, result: dict[str, Any], full: bool) -> FailureOut | None:

@@ -25,20 +25,21 @@ def record_finished(session: Session, evaluation_id: int) -> None:
     row = session.execute(
         select(EvaluationRow.problem_id, EvaluationRow.device_class, EvaluationRow.verdict, EvaluationRow.speedup,
                EvaluationRow.reference_median_ms, EvaluationRow.candidate_median_ms, EvaluationRow.finished_at,
-               EvaluationRow.submission_id, SubmissionRow.submitter, SubmissionRow.model)
+               EvaluationRow.submission_id, EvaluationRow.speedup_vs_compiled, SubmissionRow.submitter,
+               SubmissionRow.model)
         .join(SubmissionRow, SubmissionRow.id == EvaluationRow.submission_id)
         .where(EvaluationRow.id == evaluation_id)).one()
-    problem_id, device, verdict, speedup, ref_ms, cand_ms, finished_at, submission_id, submitter, model = row
-    device = device or UNKNOWN_DEVICE
-    best = speedup if verdict == CORRECT else None
-    _upsert_stats(session, {"problem_id": problem_id, "device_class": device, "model": model, "finished": 1,
-                            "correct": int(verdict == CORRECT), "flagged": int(verdict == FLAGGED),
+    device = row.device_class or UNKNOWN_DEVICE
+    best = row.speedup if row.verdict == CORRECT else None
+    _upsert_stats(session, {"problem_id": row.problem_id, "device_class": device, "model": row.model, "finished": 1,
+                            "correct": int(row.verdict == CORRECT), "flagged": int(row.verdict == FLAGGED),
                             "best_speedup": best})
     if best is not None:
-        _upsert_entry(session, {"problem_id": problem_id, "device_class": device, "submitter": submitter,
-                                "model": model, "best_speedup": best, "submission_id": submission_id,
-                                "reference_median_ms": ref_ms, "candidate_median_ms": cand_ms,
-                                "finished_at": finished_at})
+        _upsert_entry(session, {"problem_id": row.problem_id, "device_class": device, "submitter": row.submitter,
+                                "model": row.model, "best_speedup": best, "submission_id": row.submission_id,
+                                "reference_median_ms": row.reference_median_ms,
+                                "candidate_median_ms": row.candidate_median_ms, "finished_at": row.finished_at,
+                                "speedup_vs_compiled": row.speedup_vs_compiled})
 
 
 def _insert(session: Session, table: type[Any]) -> Any:
@@ -66,7 +67,8 @@ def _upsert_entry(session: Session, values: dict[str, Any]) -> None:
     statement = _insert(session, BoardEntryRow).values(**values)
     new, table = statement.excluded, BoardEntryRow
     better = _better(new.best_speedup, table.best_speedup)
-    columns = ("best_speedup", "submission_id", "reference_median_ms", "candidate_median_ms", "finished_at")
+    columns = ("best_speedup", "submission_id", "reference_median_ms", "candidate_median_ms", "finished_at",
+               "speedup_vs_compiled")
     session.execute(statement.on_conflict_do_update(
         index_elements=["problem_id", "device_class", "submitter", "model"],
         set_={c: case((better, getattr(new, c)), else_=getattr(table, c)) for c in columns}))
@@ -81,7 +83,7 @@ def rebuild(session: Session, problem_ids: Sequence[int]) -> None:
         ["problem_id", "device_class", "model", "finished", "correct", "flagged", "best_speedup"], _stats_query(ids)))
     session.execute(insert(BoardEntryRow).from_select(
         ["problem_id", "device_class", "submitter", "model", "best_speedup", "submission_id", "reference_median_ms",
-         "candidate_median_ms", "finished_at"], _entries_query(ids)))
+         "candidate_median_ms", "finished_at", "speedup_vs_compiled"], _entries_query(ids)))
 
 
 def _device() -> ColumnElement[str]:
@@ -108,7 +110,7 @@ def _entries_query(ids: list[int]) -> Any:
     ranked = (select(EvaluationRow.problem_id, _device().label("device_class"), SubmissionRow.submitter,
                      SubmissionRow.model, EvaluationRow.speedup, EvaluationRow.submission_id,
                      EvaluationRow.reference_median_ms, EvaluationRow.candidate_median_ms, EvaluationRow.finished_at,
-                     rank)
+                     EvaluationRow.speedup_vs_compiled, rank)
               .join(SubmissionRow, SubmissionRow.id == EvaluationRow.submission_id)
               .where(EvaluationRow.problem_id.in_(ids), EvaluationRow.verdict == CORRECT,
                      EvaluationRow.speedup.is_not(None))

@@ -25,7 +25,7 @@ def problem_board(session: Session, problem_id: int, device: str | None, limit: 
     entries = BoardEntryRow
     query = (select(entries.submitter, entries.model, entries.best_speedup, entries.submission_id,
                     entries.reference_median_ms, entries.candidate_median_ms, entries.device_class,
-                    entries.finished_at)
+                    entries.finished_at, entries.speedup_vs_compiled)
              .where(entries.problem_id == problem_id, _entry_device(device))
              .order_by(entries.best_speedup.desc(), entries.submission_id))
     if device:  # one row per (submitter, model) per device class

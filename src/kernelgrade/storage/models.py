@@ -122,6 +122,8 @@ class EvaluationRow(Base):
     lease_expires: Mapped[datetime | None]
     result: Mapped[dict[str, Any] | None]
     speedup: Mapped[float | None] = mapped_column(Float)
+    # torch.compile of the reference's median over the candidate's; None where no compiled baseline was timed.
+    speedup_vs_compiled: Mapped[float | None] = mapped_column(Float)
     reference_median_ms: Mapped[float | None] = mapped_column(Float)
     candidate_median_ms: Mapped[float | None] = mapped_column(Float)
     error_code: Mapped[str | None] = mapped_column(String(100))
@@ -160,6 +162,8 @@ class BoardEntryRow(Base):
     reference_median_ms: Mapped[float | None] = mapped_column(Float)
     candidate_median_ms: Mapped[float | None] = mapped_column(Float)
     finished_at: Mapped[datetime | None]
+    # Of the same (best) result; not ranked on.
+    speedup_vs_compiled: Mapped[float | None] = mapped_column(Float)
 
 
 class ModelStatsRow(Base):
@@ -175,6 +179,25 @@ class ModelStatsRow(Base):
     correct: Mapped[int] = mapped_column(default=0)
     flagged: Mapped[int] = mapped_column(default=0)
     best_speedup: Mapped[float | None] = mapped_column(Float)
+
+
+class CompiledBaselineRow(Base):
+    """torch.compile of a problem version's reference, timed on one device class under one torch version.
+    Measured by an evaluation that found none fresh, reused by later ones; rows are kept as history."""
+
+    __tablename__ = "compiled_baselines"
+    __table_args__ = (Index("ix_compiled_baselines_lookup", "problem_id", "device_class", "torch_version",
+                            "measured_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id", ondelete="CASCADE"))
+    device_class: Mapped[str] = mapped_column(String(60))
+    torch_version: Mapped[str] = mapped_column(String(100))
+    status: Mapped[str] = mapped_column(String(20))  # "measured" or "failed"
+    median_ms: Mapped[float | None] = mapped_column(Float)
+    measured_at: Mapped[datetime]
+    # The evaluator's CompiledBaseline as JSON, handed back as is when the baseline is reused.
+    baseline: Mapped[dict[str, Any]]
 
 
 class WorkerRow(Base):

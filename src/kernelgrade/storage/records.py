@@ -1,6 +1,7 @@
 """What storage functions take and return: frozen dataclasses, so no Session or ORM row leaks out.
 
-The one untyped value is an evaluation's `result`: the EvalResult JSON blob, stored and returned as is.
+The untyped values are an evaluation's `result` and a compiled baseline's `data`: the evaluator's JSON,
+stored and returned as is.
 """
 
 from __future__ import annotations
@@ -120,6 +121,7 @@ class EvaluationRecord:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    speedup_vs_compiled: float | None = None
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,19 @@ class JobOutcome:
     error_code: str | None
     error_summary: str | None
     environment: EnvironmentFields | None
+    speedup_vs_compiled: float | None = None
+
+
+@dataclass(frozen=True)
+class BaselineRecord:
+    """A torch.compile baseline of a problem version as stored. `data` is the evaluator's CompiledBaseline
+    JSON, which storage keeps without reading it; the other fields are its columns, for lookups."""
+
+    torch: str
+    status: str  # "measured" or "failed"
+    median_ms: float | None
+    measured_at: datetime
+    data: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -209,6 +224,7 @@ class BoardEntry:
     candidate_median_ms: float | None
     device_class: str | None
     finished_at: datetime | None
+    speedup_vs_compiled: float | None = None
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,8 @@ def evaluation_record(row: EvaluationRow) -> EvaluationRecord:
         speedup=row.speedup, reference_median_ms=row.reference_median_ms,
         candidate_median_ms=row.candidate_median_ms, error_code=row.error_code, error_summary=row.error_summary,
         last_error=row.last_error, environment=_environment(row), progress=_progress(row), result=row.result,
-        created_at=row.created_at, started_at=row.started_at, finished_at=row.finished_at)
+        created_at=row.created_at, started_at=row.started_at, finished_at=row.finished_at,
+        speedup_vs_compiled=row.speedup_vs_compiled)
 
 
 def _environment(row: EvaluationRow) -> EnvironmentFields | None:
