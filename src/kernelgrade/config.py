@@ -58,6 +58,14 @@ class Settings:
     # standard: the full protocol of TIMING.md. fast: fewer trials and a short timing loop, for tests and
     # demos on small machines; results say which parameters were used.
     timing_profile: str = "standard"
+    # Also time torch.compile of the reference and report the speedup against it: auto | on | off. A
+    # measurement costs an inductor compile (up to minutes) plus a timing loop, once per problem version,
+    # device class and torch version; auto measures under the standard profile only, so that the fast
+    # profile of tests and demos stays fast.
+    compiled_baseline: str = "auto"
+    # A stored measurement is reused this long, then measured again: it drifts with drivers, clocks and
+    # host load that the key does not capture, and a failed one is retried at this pace (a week).
+    compiled_baseline_max_age_hours: float = 168.0
     # Judges of the embedded pool: -1 = one per visible GPU, or one CPU judge when there is none; 0 = no
     # embedded pool (API only, workers run elsewhere).
     local_judges: int = -1
@@ -67,6 +75,11 @@ class Settings:
     server_url: str = ""
     # The key `kernelgrade submit` sends (X-API-Key); empty in open mode.
     api_key: str = ""
+    # dispatch = celery: a job still queued this long after its task was sent is sent again, in case the
+    # broker lost the task. Five minutes: more than a job waits behind the one or two ahead of it on an
+    # unbacklogged judge (a GPU job compiles and runs in a minute or two), so a healthy service sends nothing
+    # twice, and a lost task is found within minutes. Longer waits (a backlog) back off (storage.lease_reaper).
+    resend_queued_seconds: float = 300.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -95,10 +108,20 @@ class Settings:
         return self.server_url.rstrip("/") or f"http://{self.host}:{self.port}"
 
     @property
+    def measures_compiled_baseline(self) -> bool:
+        if self.compiled_baseline in ("auto", ""):
+            return self.timing_profile != "fast"
+        return _truthy(self.compiled_baseline)
+
+    @property
     def is_open(self) -> bool:
         if self.open_mode in ("auto", ""):
             return self.host in ("127.0.0.1", "localhost", "::1")
-        return self.open_mode.lower() in ("1", "true", "yes", "on")
+        return _truthy(self.open_mode)
+
+
+def _truthy(value: str) -> bool:
+    return value.lower() in ("1", "true", "yes", "on")
 
 
 def _parse(kind: Any, raw: str) -> Any:

@@ -4,7 +4,7 @@ queues of its device class.
 The database stays the record of every job: a delivered task only names an evaluation, which a judge
 claims through its lease (storage.jobs), grades, and records through the lease-guarded writes. The
 worker also registers its judges and beats their heartbeats (GET /v1/workers), and runs a reaper that
-sends again the jobs whose worker died (storage.lease_reaper).
+sends again the jobs whose worker died or whose task was lost (storage.lease_reaper).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import timedelta
 
 from celery import Celery
 
@@ -26,7 +27,7 @@ from kernelgrade.service.judges import JudgeSlot, discover_judges
 from kernelgrade.service.pool import WorkerPool
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import queued_job
-from kernelgrade.storage.lease_reaper import reap_expired
+from kernelgrade.storage.lease_reaper import reap_expired, reap_unsent
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +106,9 @@ class GradeHandler:
 
 
 class Reaper:
-    """A beat-like loop in every worker: sends again the jobs whose lease expired, ends those out of attempts.
-    Several workers may run it at once; each lost job is released by exactly one of them."""
+    """A beat-like loop in every worker: sends again the jobs whose lease expired, ends those out of attempts,
+    and sends again queued jobs whose task the broker may have lost. Several workers may run it at once;
+    each lost job is sent again by exactly one of them."""
 
     def __init__(self, settings: Settings, database: Database, sender: CelerySender) -> None:
         self.settings, self.database, self.sender = settings, database, sender
@@ -128,6 +130,11 @@ class Reaper:
             reaped = reap_expired(session, self.settings.max_attempts)
         for evaluation_id, routing_key in reaped.resend:
             log.warning("evaluation %d lost its worker; sending it again", evaluation_id)
+            self.sender.send(evaluation_id, routing_key)
+        with self.database.session() as session:
+            unsent = reap_unsent(session, timedelta(seconds=self.settings.resend_queued_seconds))
+        for evaluation_id, routing_key in unsent:
+            log.warning("evaluation %d is still queued; its task may be lost, sending it again", evaluation_id)
             self.sender.send(evaluation_id, routing_key)
         for evaluation_id in reaped.ended:
             log.warning("evaluation %d used up its attempts; ended with verdict error", evaluation_id)

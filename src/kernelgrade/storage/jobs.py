@@ -141,7 +141,8 @@ def finish_job(session: Session, evaluation_id: int, owner: str, outcome: JobOut
     env = outcome.environment
     done = _changed(session, update(EvaluationRow).where(_owned(evaluation_id, owner)).values(
                 status=JobStatus.DONE.value, verdict=outcome.verdict, result=outcome.result,
-                speedup=outcome.speedup, reference_median_ms=outcome.reference_median_ms,
+                speedup=outcome.speedup, speedup_vs_compiled=outcome.speedup_vs_compiled,
+                reference_median_ms=outcome.reference_median_ms,
                 candidate_median_ms=outcome.candidate_median_ms, error_code=outcome.error_code,
                 error_summary=outcome.error_summary, lease_owner=None, lease_expires=None,
                 finished_at=now or utcnow(), device_name=env and env.device_name, driver_version=env and env.driver,
@@ -154,10 +155,11 @@ def finish_job(session: Session, evaluation_id: int, owner: str, outcome: JobOut
 
 
 def requeue_job(session: Session, evaluation_id: int, owner: str, reason: str, *, refund_attempt: bool = False) -> bool:
-    """Give the job back to the queue (a grader fault to retry, or a worker shutting down)."""
+    """Give the job back to the queue (a grader fault to retry, or a worker shutting down). With no owner,
+    lease_expires records when it was queued again (its task is sent now), see storage.lease_reaper."""
     attempts = EvaluationRow.attempts - 1 if refund_attempt else EvaluationRow.attempts
     return bool(_changed(session, update(EvaluationRow).where(_owned(evaluation_id, owner)).values(
-        status=JobStatus.QUEUED.value, lease_owner=None, lease_expires=None, attempts=attempts, last_error=reason,
+        status=JobStatus.QUEUED.value, lease_owner=None, lease_expires=utcnow(), attempts=attempts, last_error=reason,
         progress_stage=None, progress_message=None, progress_done=0, progress_total=0)))
 
 
