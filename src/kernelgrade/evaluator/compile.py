@@ -13,7 +13,6 @@ import hashlib
 import json
 import math
 import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -156,7 +155,3 @@ def _locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def elapsed_since(start: float) -> float:
-    return time.monotonic() - start
