@@ -1,5 +1,6 @@
-"""The judge's cross-checks of the child's claims, on synthetic replies: the outer clock, the per-rep
-wall/event gap, the integrity report, the extension record and the /proc counts."""
+"""The judge's cross-checks of the child's claims, on synthetic replies: the outer clock (and its second
+timed phase before a flag), the per-rep wall/event gap, the integrity report, the extension record and the
+/proc counts."""
 
 from __future__ import annotations
 
@@ -11,8 +12,12 @@ from kernelgrade.evaluator.crosscheck import (
     process_findings,
     timing_findings,
 )
+from kernelgrade.evaluator.engine import _Evaluation
+from kernelgrade.evaluator.launcher import SubprocessLauncher
 from kernelgrade.evaluator.proctree import TreeCount
 from kernelgrade.evaluator.session import Extensions, Integrity, TimedReply
+from kernelgrade.problems import find_builtin
+from tests.conftest import RequestFactory
 
 CLEAN = Integrity((), (), 0)
 LOOP = ReferenceLoop(wall_gap_ms=0.05, overhead_per_rep_ms=0.3)
@@ -90,3 +95,52 @@ def test_process_findings_compare_with_the_baseline() -> None:
     assert found["processes_appeared"].severity is Severity.REVIEW
     assert "3 thread(s)" in found["threads_appeared"].message
     assert process_findings(None, TreeCount(5, 5), "now") == []
+
+
+class SecondPhase:
+    """Stands in for the run session: answers the judge's second timed phase with a canned reply."""
+
+    def __init__(self, reply: TimedReply) -> None:
+        self.reply = reply
+        self.calls = 0
+
+    def time(self, params: object, timeout: float) -> TimedReply:
+        self.calls += 1
+        return self.reply
+
+
+def confirm(first: TimedReply, second: TimedReply, make_request: RequestFactory) -> tuple[TimedReply, set[str], int]:
+    problem = find_builtin("add_relu")
+    assert problem is not None
+    run = _Evaluation(make_request(problem.spec(), "unused"), SubprocessLauncher(), lambda _p: None)
+    session = SecondPhase(second)
+    try:
+        kept = run._confirmed(session, first, LOOP)  # type: ignore[arg-type]
+    finally:
+        run.cleanup()
+    return kept, {f.code for f in run.findings}, session.calls
+
+
+STALLED = timed(0.27, 0.28, 40, 40 * (2.75 + 0.3))
+HONEST = timed(2.7, 2.75, 40, 40 * (2.75 + 0.3) + 5)
+
+
+def test_a_host_that_stalled_once_is_timed_again_and_not_flagged(make_request: RequestFactory) -> None:
+    kept, found, calls = confirm(STALLED, HONEST, make_request)
+    assert calls == 1 and kept is HONEST and found == set()
+
+
+def test_time_missing_in_both_phases_is_flagged(make_request: RequestFactory) -> None:
+    _, found, calls = confirm(STALLED, STALLED, make_request)
+    assert calls == 1 and "timing_inconsistent" in found
+
+
+def test_other_findings_of_the_first_phase_stand(make_request: RequestFactory) -> None:
+    tampered = timed(0.27, 0.28, 40, 40 * (2.75 + 0.3), clock_tampered_reps=2)
+    _, found, _ = confirm(tampered, HONEST, make_request)
+    assert found == {"timer_patched"}
+
+
+def test_a_consistent_phase_is_not_repeated(make_request: RequestFactory) -> None:
+    kept, _, calls = confirm(HONEST, STALLED, make_request)
+    assert calls == 0 and kept is HONEST
