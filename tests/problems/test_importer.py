@@ -152,7 +152,7 @@ def test_an_imported_problem_runs(kernelbench: Path) -> None:
     matmul = by_name(scan_folder(kernelbench))["1_square_matrix_multiplication"]
     reference = Reference(matmul.spec(), torch.device("cpu"), weight_seed=0)
     a, b = reference.make_inputs(seed=3)
-    (out,), _ = reference.outputs([a, b])
+    (out,) = reference.expected([a, b]).refs
     assert torch.equal(out, a @ b)
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator import compiled_baseline, environment, precision_flags, tensorfile, timing
-from kernelgrade.evaluator.compare import check_structure, compare_values
+from kernelgrade.evaluator.compare import Expected, check_structure, compare_values
 from kernelgrade.evaluator.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
 from kernelgrade.evaluator.compiled_baseline import BaselineJob
 from kernelgrade.evaluator.crosscheck import (
@@ -272,31 +272,30 @@ class _Evaluation:
             self.progress(Progress(Stage.CORRECTNESS, "correctness", done, len(seeds)))
             inputs = reference.make_inputs(seed)
             started = time.perf_counter()
-            refs, oracles = reference.outputs(inputs)
+            expected = reference.expected(inputs)
             settle = _settle_s(time.perf_counter() - started)
             inputs_path, outputs_path = self.work_dir / "trial_inputs.kgt", self.work_dir / "trial_outputs.kgt"
             tensorfile.save(inputs_path, inputs)
-            reply = session.call(inputs_path, outputs_path, [r.numel() * r.element_size() for r in refs],
+            reply = session.call(inputs_path, outputs_path, [r.numel() * r.element_size() for r in expected.refs],
                                  self.request.limits.call_s, settle)
             outs = to_device(tensorfile.load(outputs_path), self.device)
-            self._judge_call(index, secret, reply, _mutated(inputs, reply), outs, (refs, oracles))
+            self._judge_call(index, secret, reply, _mutated(inputs, reply), outs, expected)
         self.progress(Progress(Stage.CORRECTNESS, "correctness", len(seeds), len(seeds)))
 
     def _judge_call(self, index: int, secret: bool, reply: CallReply, mutated: list[int], outs: list[Any],
-                    expected: tuple[list[torch.Tensor], list[torch.Tensor] | None]) -> None:
-        refs, oracles = expected
+                    expected: Expected) -> None:
         self.last_integrity = reply.integrity
         self._note(integrity_findings(reply.integrity))
         if reply.changed_after_return:
             self._add_finding(Finding("output_changed_after_return", Severity.FLAG,
                 "the output kept changing after forward() returned: it was still being written by work the"
                 " harness did not wait for (another stream, a thread or process, or a batched future call)."))
-        structure = check_structure(reply.outputs, refs, self.device.type)
+        structure = check_structure(reply.outputs, expected.refs, self.device.type)
         if structure is None and mutated:
             which = ", ".join(str(i) for i in mutated)
             structure = _comparison_failure("input_mutated", f"forward() modified input(s) {which} in place;"
                                             " the reference does not. Work on copies or new tensors.")
-        comparison = structure or compare_values(outs, refs, oracles, self.request.problem.precision)
+        comparison = structure or compare_values(outs, expected, self.request.problem.precision)
         self.trials.append(TrialResult(index, secret, comparison.passed, comparison.message,
                                        comparison.max_abs_error, comparison.max_rel_error,
                                        comparison.rel_error_vs_reference, comparison.rel_error_vs_oracle,
@@ -384,12 +383,13 @@ class _Evaluation:
             set_index, step, rep, stored = _timed_entry(_load_timed(folder / f"timed_{i}.kgt"), len(sets))
             inputs = timing.scaled_inputs(to_device(sets[set_index], self.device), step, which[set_index])
             outs = to_device(stored, self.device)
-            refs, oracles = reference.outputs(inputs)
+            expected = reference.expected(inputs)
+            refs = expected.refs
             if any(o is None for o in outs) or len(outs) != len(refs) or any(
                     tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype for o, r in zip(outs, refs, strict=True)):
                 raise _Verdicted(Failure(Stage.TIMING, "timed_output_wrong",
                                          f"timed rep {rep}: the output of a timed call has the wrong structure"))
-            comparison = compare_values(outs, refs, oracles, self.request.problem.precision)
+            comparison = compare_values(outs, expected, self.request.problem.precision)
             if not comparison.passed:
                 raise _Verdicted(Failure(Stage.TIMING, "timed_output_wrong",
                                          f"timed rep {rep} (input set {set_index}, scale step {step}): a timed"

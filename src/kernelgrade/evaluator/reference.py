@@ -6,6 +6,7 @@ None of this runs in the submission's process; expected outputs never leave the 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,8 +15,9 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator import tensorfile
-from kernelgrade.evaluator.compare import flatten_outputs
+from kernelgrade.evaluator.compare import Expected, flatten_outputs
 from kernelgrade.evaluator.request import PrecisionKind, ProblemSpec
+from kernelgrade.evaluator.rounding import Rounding, round_to
 from kernelgrade.evaluator.submission_module import load_problem_module
 from kernelgrade.evaluator.timing import device_synchronize
 
@@ -39,6 +41,7 @@ class Reference:
         torch.manual_seed(weight_seed)
         self.model = self.module.Model(*self.init_inputs).to(device)
         self._oracle_model: torch.nn.Module | None = None
+        self._rounded_models: dict[Rounding, torch.nn.Module] = {}
 
     def make_inputs(self, seed: int) -> list[Any]:
         """The problem's own get_inputs() under a private seed, on the CPU as the format says."""
@@ -52,13 +55,13 @@ class Reference:
         device_synchronize(self.device)
         return out
 
-    def outputs(self, inputs: Sequence[Any]) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
-        """Reference outputs and, where the policy asks for it, the float64 oracle's; both stay on the
-        judge's device, where comparing them is fast."""
+    def expected(self, inputs: Sequence[Any]) -> Expected:
+        """Reference outputs and, where the policy asks for it, the float64 oracle's and the lower-precision
+        emulations the comparison may need; all stay on the judge's device, where comparing them is fast."""
         refs = [t.detach() for t in flatten_outputs(self.forward(to_device(inputs, self.device)))]
         if not self._wants_oracle(refs):
-            return refs, None
-        return refs, self._oracle(inputs)
+            return Expected(refs)
+        return Expected(refs, self._oracle(inputs), functools.cache(functools.partial(self._rounded, inputs)))
 
     def _wants_oracle(self, refs: list[torch.Tensor]) -> bool:
         policy = self.problem.precision.kind
@@ -71,6 +74,20 @@ class Reference:
                   for v in to_device(inputs, self.device)]
         with torch.no_grad():
             out = self._oracle_model(*upcast)
+        return [t.detach() for t in flatten_outputs(out)]
+
+    def _rounded(self, inputs: Sequence[Any], rounding: Rounding) -> list[torch.Tensor]:
+        """The reference in fp32 on inputs, weights and buffers rounded to `rounding`."""
+        if rounding not in self._rounded_models:
+            model = copy.deepcopy(self.model)
+            with torch.no_grad():
+                for tensor in [*model.parameters(), *model.buffers()]:
+                    tensor.copy_(round_to(tensor, rounding))
+            self._rounded_models[rounding] = model
+        rounded = [round_to(v, rounding) if isinstance(v, torch.Tensor) else v for v in to_device(inputs, self.device)]
+        with torch.no_grad():
+            out = self._rounded_models[rounding](*rounded)
+        device_synchronize(self.device)
         return [t.detach() for t in flatten_outputs(out)]
 
 

@@ -83,7 +83,8 @@ def agreement(candidate: torch.Tensor, reference: torch.Tensor, policy: Precisio
         return 1.0
     if not (reference.is_floating_point() or reference.is_complex()):
         return int(torch.count_nonzero(candidate == reference)) / reference.numel()
-    # The judge's test, |out - ref| <= atol + rtol * |ref|, reusing buffers: torch.isclose takes twice as
+    # The tolerance policy's test (KernelBench's), |out - ref| <= atol + rtol * |ref|, whatever the problem's
+    # policy: a shortcut it accepts fools KernelBench-style graders. Reusing buffers: torch.isclose takes twice as
     # long and outputs here can be a GiB. Like the judge, any value passes where the reference is NaN/Inf.
     bound = reference.abs().mul_(policy.rtol).add_(policy.atol)
     close = (candidate - reference).abs().le_(bound).logical_or_(~torch.isfinite(reference))
