@@ -114,7 +114,7 @@ def _measured(job: BaselineJob, session: RunSession) -> CompiledBaseline:
     compile_seconds = time.perf_counter() - started
     reply = session.time(job.params, limits.timing_s)
     _check_outputs(job, session)
-    stats = timing.summarize(reply.device_ms, reply.stop_reason)
+    stats = timing.summarize(reply.device_ms, reply.stop_reason, reply.wall_ms, reply.host_bound_reps)
     return _baseline(job, BaselineStatus.MEASURED, stats, compile_seconds, "", reply.l2_status)
 
 

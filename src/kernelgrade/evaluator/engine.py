@@ -329,12 +329,14 @@ class _Evaluation:
         after = _time_reference(reference, rotation, params, flush_bytes)
         del rotation
         self.method = timing.method_record(params, flush_bytes, self.device, candidate.l2_status)
-        ref_samples = before.raw.device_ms + after.raw.device_ms
-        self.reference_timing = timing.summarize(ref_samples, f"{before.raw.stop_reason}+{after.raw.stop_reason}")
+        self.reference_timing = timing.summarize(
+            before.raw.device_ms + after.raw.device_ms, f"{before.raw.stop_reason}+{after.raw.stop_reason}",
+            before.raw.wall_ms + after.raw.wall_ms, before.raw.host_bound_reps + after.raw.host_bound_reps)
         loop = ReferenceLoop(min(before.wall_gap_ms, after.wall_gap_ms),
                              max(before.overhead_per_rep_ms, after.overhead_per_rep_ms))
         candidate = self._confirmed(session, candidate, loop)
-        self.candidate_timing = timing.summarize(candidate.device_ms, candidate.stop_reason)
+        self.candidate_timing = timing.summarize(candidate.device_ms, candidate.stop_reason, candidate.wall_ms,
+                                                 candidate.host_bound_reps)
         if plan.recheck_timed_outputs:
             self._recheck_timed(session, reference, sets)
         self._check_roofline()

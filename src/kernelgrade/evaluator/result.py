@@ -80,6 +80,12 @@ class TimingStats:
     ci95_high_ms: float
     stop_reason: str
     samples_ms: tuple[float, ...] = ()
+    # Median time from calling forward() until the device is idle (flush excluded): what a caller waiting on
+    # the result sees, host dispatch included. Shown beside the device time, never used for the speedup.
+    host_median_ms: float | None = None
+    # Reps whose call took the host longer to issue than the flush ran on the device: their device time may
+    # include host time.
+    host_bound_reps: int = 0
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,14 @@
 """The timing protocol of TIMING.md, shared by the judge (reference) and the run child (candidate).
 
 Each rep: fresh input values (one of several input sets, chosen at random and scaled by a random factor
-just below 1, so that no two reps see the same values and none can be predicted), cache flush with
-persisting L2 lines demoted, device sync, start event, forward, end event, device-wide synchronize. The
-device clock (CUDA events) is what is reported; the host wall clock around the same span, taken across a
-device-wide synchronize, is kept for the cross-check that catches work hidden on other streams or threads.
+just below 1, so that no two reps see the same values and none can be predicted); the cache flush enqueued
+(persisting L2 lines demoted first) and the start event recorded behind it on the same stream, with no
+synchronize in between, so that the device is still flushing while the host dispatches forward() and the
+sample is device time; forward; end event; device-wide synchronize. The device clock (CUDA events) is what
+is reported. Beside it each rep keeps its host-inclusive time (from the call until the device is idle, less
+any flush still running when the call began), which the judge compares with the event time to catch work
+hidden on other streams or threads, and counts the reps whose call took the host longer to issue than the
+flush ran on the device: their device time may include some host time.
 Outputs are fingerprinted as each rep returns; a sample is kept so that the judge can re-check them and
 the harness can see whether they changed afterwards.
 """
@@ -52,17 +56,32 @@ WARMUP_CALL_CAP = 1000
 # reference run and the child one output held in memory; two is enough to catch a submission that cheats
 # on most reps, and a cheat on few reps moves the median little.
 SAMPLED_OUTPUTS = 2
+CUDA_CLOCK = ("cuda_event (start recorded behind the enqueued flush, no synchronize before the call)"
+              "+device_sync")
 
 
 @dataclass(frozen=True)
 class RawSamples:
     device_ms: tuple[float, ...]
+    # Host-inclusive time of each rep: from the call until the device is idle, less any flush still running.
     wall_ms: tuple[float, ...]
     stop_reason: str
     clock: str
     # Reps after which the clock this module reads was not the one captured at import: a submission that
     # rebinds it inside forward() and puts it back before the harness's between-operation checks.
     tampered_reps: int = 0
+    # Reps whose call took the host longer to issue than the flush ran on the device (see the module's doc).
+    host_bound_reps: int = 0
+
+
+@dataclass(frozen=True)
+class Rep:
+    """One timed call as the clock saw it."""
+
+    device_ms: float
+    wall_ms: float
+    host_bound: bool
+    out: Any
 
 
 def default_flush_bytes(device: torch.device) -> int:
@@ -185,27 +204,39 @@ class OutputKeeper:
 
 
 class _Clock:
-    """One rep's device and wall time: CUDA events on a GPU, the wall clock on the CPU."""
+    """One rep's device and host-inclusive time: CUDA events on a GPU, the wall clock on the CPU."""
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
         self.cuda = device.type == "cuda"
 
-    def run(self, fn: Callable[..., Any], args: list[Any]) -> tuple[float, float, Any]:
+    def run(self, fn: Callable[..., Any], args: list[Any], flusher: Flusher | None = None) -> Rep:
         if not self.cuda:
+            if flusher is not None:
+                flusher.flush()
             t0 = _perf_counter_ns()
             out = fn(*args)
             wall = (_perf_counter_ns() - t0) / 1e6
-            return wall, wall, out
+            return Rep(wall, wall, False, out)
+        before = _Event(enable_timing=True)  # type: ignore[no-untyped-call]
         start = _Event(enable_timing=True)  # type: ignore[no-untyped-call]
         end = _Event(enable_timing=True)  # type: ignore[no-untyped-call]
-        t0 = _perf_counter_ns()
+        enqueued = _perf_counter_ns()
+        before.record()
+        if flusher is not None:
+            flusher.flush()
         start.record()
+        called = _perf_counter_ns()
         out = fn(*args)
         end.record()
+        issued = _perf_counter_ns()
         _cuda_synchronize(self.device)
-        wall = (_perf_counter_ns() - t0) / 1e6
-        return float(_event_elapsed(start, end)), wall, out
+        idle = _perf_counter_ns()
+        flush_ms = float(_event_elapsed(before, start))
+        # The device ran the flush from about `enqueued` on; the call's host-inclusive time starts when both
+        # the call has begun and the flush is done, as in a protocol that synchronizes before calling.
+        began = max(called, enqueued + int(flush_ms * 1e6))
+        return Rep(float(_event_elapsed(start, end)), (idle - began) / 1e6, (issued - called) / 1e6 > flush_ms, out)
 
 
 def _rotation(inputs: InputRotation | Sequence[Sequence[Any]]) -> InputRotation:
@@ -221,11 +252,11 @@ def warm_up(fn: Callable[..., Any], input_sets: InputRotation | Sequence[Sequenc
     calls, spent = 0, 0.0
     while calls < params.warmup_calls or spent < params.warmup_ms:
         args, tag = rotation.draw()
-        _, wall, out = clock.run(fn, args)
+        rep = clock.run(fn, args)
         if keeper is not None:
-            keeper.keep(calls, tag, out)
-        del out, args
-        spent += wall
+            keeper.keep(calls, tag, rep.out)
+        spent += rep.wall_ms
+        del rep, args
         calls += 1
         # A rebound clock can claim no time passes; warming on would never end (the rebinding is flagged).
         if calls >= WARMUP_CALL_CAP or not intact():
@@ -246,24 +277,23 @@ def measure(
     device_ms: list[float] = []
     wall_ms: list[float] = []
     began = _perf_counter_ns()
-    reason, tampered = "max_reps", 0
-    for rep in range(params.max_reps):
+    reason, tampered, host_bound = "max_reps", 0, 0
+    for index in range(params.max_reps):
         args, tag = rotation.draw()
-        flusher.flush()
-        device_synchronize(device)
-        dev, wall, out = clock.run(fn, args)
+        rep = clock.run(fn, args, flusher)
         tampered += not intact()
-        device_ms.append(dev)
-        wall_ms.append(wall)
+        host_bound += rep.host_bound
+        device_ms.append(rep.device_ms)
+        wall_ms.append(rep.wall_ms)
         if keeper is not None:
-            keeper.keep(rep, tag, out)
-        del out, args
+            keeper.keep(index, tag, rep.out)
+        del rep, args
         stop = _stop_reason(device_ms, params, (_perf_counter_ns() - began) / 1e6)
         if stop:
             reason = stop
             break
     return RawSamples(tuple(device_ms), tuple(wall_ms), reason, "cuda_event" if clock.cuda else "perf_counter_ns",
-                      tampered)
+                      tampered, host_bound)
 
 
 _CLOCK_GLOBALS = {name: globals()[name] for name in ("_perf_counter_ns", "_cuda_synchronize", "_Event",
@@ -311,8 +341,10 @@ def median_ci_halfwidth(samples: Sequence[float]) -> float:
     return max(median - ordered[low], ordered[high] - median) / median
 
 
-def summarize(samples: Sequence[float], stop_reason: str) -> TimingStats:
-    """Median, mean, spread, and a distribution-free 95% confidence interval of the median."""
+def summarize(samples: Sequence[float], stop_reason: str, host_ms: Sequence[float] = (),
+              host_bound_reps: int = 0) -> TimingStats:
+    """Median, mean, spread, and a distribution-free 95% confidence interval of the median; beside them the
+    median host-inclusive time and how many reps may hold host time."""
     ordered = sorted(samples)
     n = len(ordered)
     low, high = median_ci_indices(n)
@@ -327,6 +359,8 @@ def summarize(samples: Sequence[float], stop_reason: str) -> TimingStats:
         ci95_high_ms=ordered[high],
         stop_reason=stop_reason,
         samples_ms=tuple(samples),
+        host_median_ms=statistics.median(host_ms) if host_ms else None,
+        host_bound_reps=host_bound_reps,
     )
 
 
@@ -342,7 +376,7 @@ def median_ci_indices(n: int) -> tuple[int, int]:
 def method_record(params: TimingParams, flush_bytes: int, device: torch.device, l2_status: str) -> TimingMethod:
     """How timings were taken, for the record beside the numbers."""
     return TimingMethod(
-        clock="cuda_event+device_sync" if device.type == "cuda" else "perf_counter_ns",
+        clock=CUDA_CLOCK if device.type == "cuda" else "perf_counter_ns",
         flush_bytes=flush_bytes, warmup_calls=params.warmup_calls, warmup_ms=params.warmup_ms,
         min_reps=params.min_reps, max_reps=params.max_reps, target_rse=params.target_rse,
         target_median_ci=params.target_median_ci,
