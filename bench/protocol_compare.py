@@ -1,6 +1,7 @@
 """kernelgrade's timing protocol beside KernelBench's, on the same callables in one process, for the GPU host.
 
     PYTHONPATH=src python3 bench/protocol_compare.py [NAME...] [--suite S] [--no-kernels] [--out FILE]
+                                                     [--flags strict|pytorch_default]
 
 For every built-in GPU problem the reference is timed three ways, back to back on the same inputs:
 - kernelgrade: the judge's loop (kernelgrade.evaluator.timing: warm-up, fresh input values per rep, flush
@@ -12,7 +13,8 @@ For every built-in GPU problem the reference is timed three ways, back to back o
   calls, 100 trials after one dropped, mean.
 Then a few small hand-written CUDA kernels (5-50 us) against their PyTorch references, with the speedup
 each protocol gives. The target: reference medians within 2 % of KernelBench's figure, kernel speedups within
-10 %. Prints numbers; asserts nothing. Imports only the standard library, torch and kernelgrade.
+10 %. Everything runs under the precision switches --flags names (strict fp32 unless told). Prints numbers;
+asserts nothing. Imports only the standard library, torch and kernelgrade.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import torch
 from kernelgrade.evaluator import precision_flags, timing
 from kernelgrade.evaluator.environment import describe
 from kernelgrade.evaluator.reference import Reference
-from kernelgrade.evaluator.request import TimingParams
+from kernelgrade.evaluator.request import TimingFlags, TimingParams
 from kernelgrade.problems import Problem, builtin_problems
 
 SEED = 42
@@ -210,10 +212,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("error: no CUDA device here; this compares GPU timing protocols", file=sys.stderr)
         return 2
-    device, params = torch.device("cuda", 0), TimingParams()
-    precision_flags.set_strict()
+    flags = TimingFlags(args.flags)
+    device, params = torch.device("cuda", 0), TimingParams(flags=flags)
+    precision_flags.apply(flags)
     env = describe(device, "none")
-    print(f"# {env.device_name} | driver {env.driver} | torch {env.torch} | CUDA {env.cuda} | strict fp32")
+    print(f"# {env.device_name} | driver {env.driver} | torch {env.torch} | CUDA {env.cuda} | {flags.described}")
     problems = [p for p in builtin_problems() if p.device.value == "cuda"
                 and args.suite in (None, p.suite) and (not args.names or p.name in args.names)]
     rows = _references(problems, device, params)
@@ -249,6 +252,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--suite", default=None, help="only problems of this suite")
     parser.add_argument("--no-kernels", action="store_true", help="skip the small hand-written kernels")
     parser.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
+    parser.add_argument("--flags", choices=[f.value for f in TimingFlags], default=TimingFlags.STRICT.value,
+                        help="PyTorch's precision switches while timing (default: strict fp32)")
     return parser
 
 

@@ -15,6 +15,7 @@ from kernelgrade.evaluator.request import (
     PrecisionKind,
     PrecisionPolicy,
     ProblemSpec,
+    TimingFlags,
     TimingParams,
     TrialPlan,
 )
@@ -36,6 +37,6 @@ from kernelgrade.evaluator.result import (
 __all__ = [
     "BaselinePlan", "BaselineStatus", "ChildSpec", "CompileOutcome", "CompiledBaseline", "DeviceKind", "Environment",
     "EvalRequest", "EvalResult", "Failure", "Finding", "Launcher", "Limits", "PrecisionKind", "PrecisionPolicy",
-    "ProblemSpec", "Progress", "ProgressFn", "Severity", "Stage", "SubprocessLauncher", "TimingMethod",
+    "ProblemSpec", "Progress", "ProgressFn", "Severity", "Stage", "SubprocessLauncher", "TimingFlags", "TimingMethod",
     "TimingParams", "TimingStats", "TrialPlan", "TrialResult", "Verdict", "evaluate", "precompile",
 ]

@@ -7,6 +7,7 @@ become `error`.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import shutil
 import statistics
@@ -38,7 +39,7 @@ from kernelgrade.evaluator.l2 import PersistingL2
 from kernelgrade.evaluator.launcher import Launcher, SubprocessLauncher
 from kernelgrade.evaluator.proctree import TreeCount, count_tree
 from kernelgrade.evaluator.reference import Reference, derive_seed, save_timing_sets, to_device
-from kernelgrade.evaluator.request import EvalRequest, TimingParams
+from kernelgrade.evaluator.request import EvalRequest, PrecisionKind, PrecisionPolicy, TimingFlags, TimingParams
 from kernelgrade.evaluator.result import (
     CompiledBaseline,
     EvalResult,
@@ -170,7 +171,8 @@ class _Evaluation:
     def execute(self) -> EvalResult:
         from kernelgrade.evaluator.validate import validate_submission
 
-        precision_flags.set_strict()
+        with precision_flags.held():  # strict, unless another judge thread holds PyTorch's defaults just now
+            precision_flags.set_strict()
         request = self.request
         with self._stage(Stage.VALIDATE, "checking the source"):
             rejected = validate_submission(request.submission, request.problem.source, request.max_source_bytes)
@@ -235,7 +237,7 @@ class _Evaluation:
         self.progress(Progress(Stage.TIMING, "timing torch.compile of the reference"))
         started = time.monotonic()
         job = BaselineJob(reference, self.work_dir, tuple(self.timing_paths), init_inputs, self.request.trials.seed,
-                          self.request.timing, self.request.limits, self.flush_bytes, plan, tuple(env.items()))
+                          self._timing_params(), self.request.limits, self.flush_bytes, plan, tuple(env.items()))
         self.compiled_baseline = compiled_baseline.measure(job, self.launcher)
         self.stage_seconds.append(("compiled_baseline", round(time.monotonic() - started, 4)))
         self._check_device_health()
@@ -314,19 +316,21 @@ class _Evaluation:
             self._add_finding(finding)
 
     def _timing(self, session: RunSession, reference: Reference) -> None:
-        params, plan, limits = self.request.timing, self.request.trials, self.request.limits
+        params, plan, limits = self._timing_params(), self.request.trials, self.request.limits
         sets, paths = save_timing_sets(reference, self.work_dir, params.input_sets, plan.seed, self.secret)
         flush_bytes = params.flush_bytes or timing.default_flush_bytes(self.device)
         self.timing_paths, self.flush_bytes = paths, flush_bytes
         rotation = timing.InputRotation([to_device(s, self.device) for s in sets])
         self.progress(Progress(Stage.TIMING, "timing the reference", 0, 3))
-        before = _time_reference(reference, rotation, params, flush_bytes)
+        with precision_flags.held(params.flags):
+            before = _time_reference(reference, rotation, params, flush_bytes)
         self.progress(Progress(Stage.TIMING, "timing the candidate", 1, 3))
         settle = _settle_s(statistics.median(before.raw.wall_ms) / 1000.0)
         self._note(integrity_findings(session.warmup(paths, params, flush_bytes, limits.timing_s, settle)))
         candidate = session.time(params, limits.timing_s)
         self.progress(Progress(Stage.TIMING, "timing the reference again", 2, 3))
-        after = _time_reference(reference, rotation, params, flush_bytes)
+        with precision_flags.held(params.flags):
+            after = _time_reference(reference, rotation, params, flush_bytes)
         del rotation
         self.method = timing.method_record(params, flush_bytes, self.device, candidate.l2_status)
         self.reference_timing = timing.summarize(
@@ -352,7 +356,7 @@ class _Evaluation:
         if any(f.code == INCONSISTENT for f in findings):
             self.progress(Progress(Stage.TIMING, "timing the candidate again", 2, 3))
             findings = [f for f in findings if f.code != INCONSISTENT]
-            candidate = session.time(self.request.timing, self.request.limits.timing_s)
+            candidate = session.time(self._timing_params(), self.request.limits.timing_s)
             findings += timing_findings(candidate, loop)
         self._note(findings)
         return candidate
@@ -391,12 +395,23 @@ class _Evaluation:
                     tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype for o, r in zip(outs, refs, strict=True)):
                 raise _Verdicted(Failure(Stage.TIMING, "timed_output_wrong",
                                          f"timed rep {rep}: the output of a timed call has the wrong structure"))
-            comparison = compare_values(outs, expected, self.request.problem.precision)
+            comparison = compare_values(outs, expected, self._timed_policy())
             if not comparison.passed:
                 raise _Verdicted(Failure(Stage.TIMING, "timed_output_wrong",
                                          f"timed rep {rep} (input set {set_index}, scale step {step}): a timed"
                                          f" call's output is wrong although the checked calls were right:"
                                          f" {comparison.message}"))
+
+    def _timing_params(self) -> TimingParams:
+        return dataclasses.replace(self.request.timing, flags=self.request.problem.timing_flags)
+
+    def _timed_policy(self) -> PrecisionPolicy:
+        """Timed outputs are re-checked at the precision the timing switches allow: under PyTorch's defaults
+        a submission's own cuDNN calls run in TF32, as the reference's do."""
+        policy = self.request.problem.precision
+        if self._timing_params().flags is TimingFlags.STRICT or policy.kind is not PrecisionKind.FP32:
+            return policy
+        return dataclasses.replace(policy, kind=PrecisionKind.TF32)
 
     def speedup(self) -> float | None:
         if self.reference_timing is None or self.candidate_timing is None or self.candidate_timing.median_ms <= 0:

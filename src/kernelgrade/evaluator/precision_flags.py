@@ -4,9 +4,13 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
+
+from kernelgrade.evaluator.request import TimingFlags
 
 
 def set_strict() -> None:
@@ -56,3 +60,76 @@ def snapshot() -> dict[str, str]:
         except (AttributeError, RuntimeError, TypeError):
             continue
     return values
+
+
+def set_pytorch_defaults() -> None:
+    """PyTorch's own defaults: cuDNN may use TF32, matmul stays fp32, reduced-precision reductions allowed."""
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = True
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True
+
+
+def apply(flags: TimingFlags) -> None:
+    if flags is TimingFlags.PYTORCH_DEFAULT:
+        set_pytorch_defaults()
+    else:
+        set_strict()
+
+
+class _SwitchLock:
+    """The switches are global to the process, and the judges of a multi-GPU host are threads of one process:
+    work that needs strict switches (reference outputs, strict timing) shares the lock, work under PyTorch's
+    defaults holds it alone. A waiting exclusive holder stops new shared ones, so it cannot starve."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting = 0
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._condition:
+            self._condition.wait_for(lambda: not self._exclusive and not self._waiting)
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._shared -= 1
+                self._condition.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._condition:
+            self._waiting += 1
+            self._condition.wait_for(lambda: not self._exclusive and self._shared == 0)
+            self._waiting -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._exclusive = False
+                self._condition.notify_all()
+
+
+_lock = _SwitchLock()
+
+
+@contextmanager
+def held(flags: TimingFlags = TimingFlags.STRICT) -> Iterator[None]:
+    """Run the block under `flags`, safe against other judge threads; strict again afterwards. Not reentrant:
+    a block inside another would wait for itself once an exclusive holder queues."""
+    if flags is TimingFlags.STRICT:
+        with _lock.shared():
+            yield
+        return
+    with _lock.exclusive():
+        set_pytorch_defaults()
+        try:
+            yield
+        finally:
+            set_strict()

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator import tensorfile
+from kernelgrade.evaluator import precision_flags, tensorfile
 from kernelgrade.evaluator.compare import Expected, flatten_outputs
 from kernelgrade.evaluator.request import PrecisionKind, ProblemSpec
 from kernelgrade.evaluator.rounding import Rounding, round_to
@@ -58,10 +58,12 @@ class Reference:
     def expected(self, inputs: Sequence[Any]) -> Expected:
         """Reference outputs and, where the policy asks for it, the float64 oracle's and the lower-precision
         emulations the comparison may need; all stay on the judge's device, where comparing them is fast."""
-        refs = [t.detach() for t in flatten_outputs(self.forward(to_device(inputs, self.device)))]
-        if not self._wants_oracle(refs):
-            return Expected(refs)
-        return Expected(refs, self._oracle(inputs), functools.cache(functools.partial(self._rounded, inputs)))
+        with precision_flags.held():
+            refs = [t.detach() for t in flatten_outputs(self.forward(to_device(inputs, self.device)))]
+            if not self._wants_oracle(refs):
+                return Expected(refs)
+            oracles = self._oracle(inputs)
+        return Expected(refs, oracles, functools.cache(functools.partial(self._rounded, inputs)))
 
     def _wants_oracle(self, refs: list[torch.Tensor]) -> bool:
         policy = self.problem.precision.kind
@@ -85,7 +87,7 @@ class Reference:
                     tensor.copy_(round_to(tensor, rounding))
             self._rounded_models[rounding] = model
         rounded = [round_to(v, rounding) if isinstance(v, torch.Tensor) else v for v in to_device(inputs, self.device)]
-        with torch.no_grad():
+        with torch.no_grad(), precision_flags.held():
             out = self._rounded_models[rounding](*rounded)
         device_synchronize(self.device)
         return [t.detach() for t in flatten_outputs(out)]

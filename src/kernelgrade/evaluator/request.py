@@ -24,6 +24,20 @@ class PrecisionKind(StrEnum):
     TOLERANCE = "tolerance"  # explicit atol/rtol, as in KernelBench
 
 
+class TimingFlags(StrEnum):
+    """PyTorch's precision switches while both sides are timed (TIMING.md); correctness is always strict."""
+
+    STRICT = "strict"  # true fp32: TF32 off in matmul and cuDNN (the default for fp32 problems)
+    # PyTorch's own defaults (cuDNN convolutions in TF32), to compare with tables measured that way
+    PYTORCH_DEFAULT = "pytorch_default"
+
+    @property
+    def described(self) -> str:
+        if self is TimingFlags.STRICT:
+            return "strict fp32: TF32 off in matmul and cuDNN, no reduced-precision reductions"
+        return "PyTorch's defaults: cuDNN convolutions in TF32, matmul in fp32, reduced-precision reductions on"
+
+
 class TorchOps(StrEnum):
     """Whether a submission may call the torch operations that compute the reference's answer (THREATS.md 16)."""
 
@@ -78,6 +92,7 @@ class ProblemSpec:
     bytes_moved: float | None = None
     content_hash: str = ""
     torch_ops: TorchOps = TorchOps.REPORT
+    timing_flags: TimingFlags = TimingFlags.STRICT
 
 
 @dataclass(frozen=True)
@@ -99,6 +114,8 @@ class TimingParams:
     input_sets: int = 3
     # 0 means "choose": max(2 x L2, 256 MiB) on a GPU; 2 x LLC within [64, 256] MiB on the CPU.
     flush_bytes: int = 0
+    # The precision switches both sides are timed under; the judge sets it from the problem.
+    flags: TimingFlags = TimingFlags.STRICT
 
 
 @dataclass(frozen=True)

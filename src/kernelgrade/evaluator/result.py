@@ -108,6 +108,8 @@ class TimingMethod:
                          " factor in [0.875, 1); the judge re-checks a random sample of timed outputs")
     # What resetting persisting L2 (limit, stream window, lines) before timing gave: "reset", "unsupported: ..."
     l2_persisting: str = ""
+    # PyTorch's precision switches while both sides were timed (correctness is always checked strict).
+    precision_flags: str = "strict fp32: TF32 off in matmul and cuDNN, no reduced-precision reductions"
 
 
 @dataclass(frozen=True)

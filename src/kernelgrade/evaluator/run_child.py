@@ -25,7 +25,7 @@ from kernelgrade.evaluator.channel import ChildChannel
 from kernelgrade.evaluator.compare import flatten_outputs
 from kernelgrade.evaluator.guard import Guard
 from kernelgrade.evaluator.l2 import PersistingL2
-from kernelgrade.evaluator.request import TimingParams
+from kernelgrade.evaluator.request import TimingFlags, TimingParams
 from kernelgrade.evaluator.submission_module import import_submission
 from kernelgrade.evaluator.tensor_checks import active_modes, fingerprints, inert, why_not_plain
 
@@ -251,6 +251,10 @@ class Harness:
         self.flusher = timing.Flusher(self.device, int(command["flush_bytes"]))
         self.timing_state = self._timing_state()
         params = TimingParams(**command["params"])
+        # The problem may ask to be timed under PyTorch's default switches; from here on those are the
+        # harness's own, and only a change from them is the submission's.
+        precision_flags.apply(TimingFlags(params.flags))
+        self.flags_before = precision_flags.snapshot()
         self.settle_s = float(command.get("settle_s", MIN_SETTLE_S))
         keeper = timing.OutputKeeper()
         calls = self._run_submission(timing.warm_up, self.model, self.rotation, self.device, params, keeper)

@@ -1,8 +1,8 @@
 """The timing protocol of TIMING.md, shared by the judge (reference) and the run child (candidate).
 
 Each rep: fresh input values (one of several input sets, chosen at random and scaled by a random factor
-just below 1, so that no two reps see the same values and none can be predicted); the cache flush enqueued
-(persisting L2 lines demoted first) and the start event recorded behind it on the same stream, with no
+just below 1, so that no two reps see the same values and none can be predicted); a device synchronize; the
+cache flush enqueued (persisting L2 lines demoted first) and the start event recorded behind it, with no
 synchronize in between, so that the device is still flushing while the host dispatches forward() and the
 sample is device time; forward; end event; device-wide synchronize. The device clock (CUDA events) is what
 is reported. Beside it each rep keeps its host-inclusive time (from the call until the device is idle, less
@@ -28,7 +28,7 @@ import torch
 
 from kernelgrade.evaluator.compare import flatten_outputs
 from kernelgrade.evaluator.l2 import PersistingL2
-from kernelgrade.evaluator.request import TimingParams
+from kernelgrade.evaluator.request import TimingFlags, TimingParams
 from kernelgrade.evaluator.result import TimingMethod, TimingStats
 from kernelgrade.evaluator.tensor_checks import fingerprints
 
@@ -221,6 +221,9 @@ class _Clock:
         before = _Event(enable_timing=True)  # type: ignore[no-untyped-call]
         start = _Event(enable_timing=True)  # type: ignore[no-untyped-call]
         end = _Event(enable_timing=True)  # type: ignore[no-untyped-call]
+        # Idle before the flush (the rep's fresh input values are written by then), so that the host clock
+        # and the device's flush start together; the flush then covers the host's dispatch of the call.
+        _cuda_synchronize(self.device)
         enqueued = _perf_counter_ns()
         before.record()
         if flusher is not None:
@@ -382,4 +385,5 @@ def method_record(params: TimingParams, flush_bytes: int, device: torch.device, 
         target_median_ci=params.target_median_ci,
         max_device_ms=params.max_device_ms, max_wall_ms=params.max_wall_ms, input_sets=params.input_sets,
         l2_persisting=l2_status or ("not applicable (CPU)" if device.type != "cuda" else "unknown"),
+        precision_flags=TimingFlags(params.flags).described,
     )

@@ -3,7 +3,9 @@ metadata in a top-level literal `KERNELGRADE = {...}`, which KernelBench tooling
 
 Metadata keys: device ("cuda" | "cpu"), precision ("fp32" | "tf32" | "tolerance"), atol, rtol,
 flops, bytes, suite, level, tags, description, torch_ops ("report" | "forbid", default "report": whether a
-submission that calls the torch operations computing the reference is only reported or flagged). The
+submission that calls the torch operations computing the reference is only reported or flagged),
+timing_flags ("strict" | "pytorch_default", default "strict": the precision switches both sides are timed
+under; "pytorch_default" times with cuDNN TF32 on, as KernelBench's tables were measured). The
 content hash covers the whole file, so a changed file is a new version.
 
 Counting conventions of the built-in suite: `flops` counts the reference computation, 2 per multiply-add
@@ -20,7 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelgrade.evaluator.request import DeviceKind, PrecisionKind, PrecisionPolicy, ProblemSpec, TorchOps
+from kernelgrade.evaluator.request import (
+    DeviceKind,
+    PrecisionKind,
+    PrecisionPolicy,
+    ProblemSpec,
+    TimingFlags,
+    TorchOps,
+)
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 META_NAME = "KERNELGRADE"
@@ -45,11 +54,12 @@ class Problem:
     description: str
     content_hash: str
     torch_ops: TorchOps = TorchOps.REPORT
+    timing_flags: TimingFlags = TimingFlags.STRICT
 
     def spec(self) -> ProblemSpec:
         return ProblemSpec(name=self.name, source=self.source, device=self.device, precision=self.precision,
                            flops=self.flops, bytes_moved=self.bytes_moved, content_hash=self.content_hash,
-                           torch_ops=self.torch_ops)
+                           torch_ops=self.torch_ops, timing_flags=self.timing_flags)
 
 
 def content_hash(source: str) -> str:
@@ -86,6 +96,7 @@ def _problem(name: str, source: str, meta: dict[str, Any], suite: str, level: in
         description=str(meta.get("description", doc)),
         content_hash=content_hash(source),
         torch_ops=_torch_ops(meta),
+        timing_flags=_timing_flags(meta),
     )
 
 
@@ -193,6 +204,15 @@ def _policy(meta: dict[str, Any]) -> PrecisionPolicy:
     default_tol = 1e-2 if kind is PrecisionKind.TOLERANCE and meta.get("half") else 1e-4
     return PrecisionPolicy(kind=kind, atol=float(meta.get("atol", default_tol)),
                            rtol=float(meta.get("rtol", default_tol)))
+
+
+def _timing_flags(meta: dict[str, Any]) -> TimingFlags:
+    value = meta.get("timing_flags", TimingFlags.STRICT.value)
+    try:
+        return TimingFlags(value)
+    except ValueError:
+        choices = " or ".join(repr(t.value) for t in TimingFlags)
+        raise ValueError(f"timing_flags must be {choices}, not {value!r}") from None
 
 
 def _torch_ops(meta: dict[str, Any]) -> TorchOps:
