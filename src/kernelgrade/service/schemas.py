@@ -63,6 +63,12 @@ class TimingOut(BaseModel):
     ci95_low_ms: float
     ci95_high_ms: float
     stop_reason: str
+    host_median_ms: float | None = Field(
+        None, description="median time from calling forward() until the device is idle, host dispatch included;"
+                          " shown beside the device time, never used for the speedup")
+    host_bound_reps: int = Field(
+        0, description="reps whose call took the host longer to issue than the cache flush ran on the device:"
+                       " their device time may include host time")
 
 
 class FailureOut(BaseModel):
@@ -119,6 +125,9 @@ class EvaluationOut(BaseModel):
                           " for (the deployment's KERNELGRADE_COMPILED_BASELINE) or grading stopped before timing")
     reference_timing: TimingOut | None = None
     candidate_timing: TimingOut | None = None
+    timing_method: str | None = Field(
+        None, description="how the timings were taken: clock, cache flush, precision switches (the full record is"
+                          " in result.method)")
     failure: FailureOut | None = None
     findings: list[FindingOut] = []
     environment: EnvironmentOut | None = None

@@ -46,7 +46,8 @@ def evaluation_out(record: EvaluationRecord, queue_position: int | None, *, full
         reference_median_ms=record.reference_median_ms, candidate_median_ms=record.candidate_median_ms,
         compiled_baseline=_compiled_baseline(result),
         reference_timing=_timing(result.get("reference_timing")),
-        candidate_timing=_timing(result.get("candidate_timing")), failure=_failure(record, result, full),
+        candidate_timing=_timing(result.get("candidate_timing")), timing_method=_timing_method(result.get("method")),
+        failure=_failure(record, result, full),
         findings=[FindingOut.model_validate(f) for f in result.get("findings", [])],
         environment=EnvironmentOut(device_name=env.device_name, driver=env.driver, torch=env.torch, cuda=env.cuda,
                                    sandbox=env.sandbox, host=env.host) if env else None,
@@ -58,6 +59,13 @@ def evaluation_out(record: EvaluationRecord, queue_position: int | None, *, full
 
 def _timing(data: Any) -> TimingOut | None:
     return TimingOut.model_validate(data) if isinstance(data, dict) else None
+
+
+def _timing_method(data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return None
+    flush = int(data.get("flush_bytes", 0)) // (1024 * 1024)
+    return f"{data.get('clock', '?')}; {flush} MiB cache flush per rep; {data.get('precision_flags', '?')}"
 
 
 def _compiled_baseline(result: dict[str, Any]) -> CompiledBaselineOut | None:
