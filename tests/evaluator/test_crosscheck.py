@@ -8,6 +8,7 @@ from kernelgrade.evaluator import Severity
 from kernelgrade.evaluator.crosscheck import (
     ReferenceLoop,
     extension_findings,
+    flush_corrected,
     integrity_findings,
     process_findings,
     timing_findings,
@@ -45,6 +46,27 @@ def test_time_the_child_did_not_report_is_flagged() -> None:
 def test_loop_noise_within_the_allowance_is_not_flagged() -> None:
     # Per-rep overhead three times the reference's on a busy host is within the allowance.
     assert codes(timed(2.7, 2.75, 40, 40 * (2.75 + 0.9) + 20)) == set()
+
+
+def test_reps_whose_flush_is_clean_keep_their_event_time() -> None:
+    loop = ReferenceLoop(0.05, 0.3, flush_ms=0.085)
+    reply = timed(1.0, 1.05, 4, 10.0, flush_ms=(0.085, 0.087, 0.084, 0.086))
+    assert flush_corrected(reply, loop) == (reply.device_ms, [])
+
+
+def test_work_started_during_the_flush_is_counted_from_the_flush() -> None:
+    # Two reps' flushes ran 0.08 ms long: the call's side-stream kernel ran beside them, before the start
+    # event; those reps are timed from the flush's start, less the judge's clean flush.
+    loop = ReferenceLoop(0.05, 0.3, flush_ms=0.085)
+    reply = timed(0.92, 1.05, 4, 10.0, flush_ms=(0.165, 0.086, 0.165, 0.085))
+    samples, findings = flush_corrected(reply, loop)
+    assert [round(s, 3) for s in samples] == [1.0, 0.92, 1.0, 0.92]
+    assert [(f.code, f.severity) for f in findings] == [("work_during_flush", Severity.INFO)]
+
+
+def test_no_flush_times_no_correction() -> None:
+    reply = timed(1.0, 1.05, 4, 10.0)
+    assert flush_corrected(reply, ReferenceLoop(0.05, 0.3)) == (reply.device_ms, [])
 
 
 def test_work_after_the_end_event_is_flagged() -> None:

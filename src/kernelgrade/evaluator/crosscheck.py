@@ -26,6 +26,10 @@ OUTER_FIXED_SLACK_MS = 25.0
 # Unaccounted time smaller than this share of the reported total is left alone: within what loop noise can
 # explain on a busy host, and a fake that small changes a speedup by less than 1.5x.
 OUTER_MIN_SHARE = 0.5
+# A rep's flush that ran this much longer than the reference's (relative, plus an absolute slack for the
+# device's own jitter of a few microseconds) shared the device with work the call had already started.
+FLUSH_STRETCH = 0.1
+FLUSH_SLACK_MS = 0.005
 # Speedups above this are rare enough that a person should look before they are believed (THREATS.md 20).
 REVIEW_SPEEDUP = 10.0
 
@@ -36,6 +40,27 @@ class ReferenceLoop:
 
     wall_gap_ms: float  # median per-rep (wall - device) time, the lower of the two runs
     overhead_per_rep_ms: float  # (outer clock - sum of rep walls) / reps, the higher of the two runs
+    flush_ms: float = 0.0  # median device time of the flush alone, over both runs; 0 on the CPU
+
+
+def flush_corrected(candidate: TimedReply, reference: ReferenceLoop) -> tuple[tuple[float, ...], list[Finding]]:
+    """The candidate's samples, counting work that ran beside the flush. No synchronize separates the flush
+    from the start event, so work the call puts on another stream can start while the flush still runs,
+    before the clock; it then stretches the flush. Such a rep is counted from the flush's start, less the
+    judge's clean flush: an honest kernel on a joined side stream is timed fairly, a cheat gains nothing."""
+    if not candidate.flush_ms or reference.flush_ms <= 0:
+        return candidate.device_ms, []
+    limit = reference.flush_ms * (1.0 + FLUSH_STRETCH) + FLUSH_SLACK_MS
+    pairs = list(zip(candidate.device_ms, candidate.flush_ms, strict=True))
+    stretched = sum(flush > limit for _, flush in pairs)
+    if not stretched:
+        return candidate.device_ms, []
+    samples = tuple(d + f - reference.flush_ms if f > limit else d for d, f in pairs)
+    return samples, [Finding("work_during_flush", Severity.INFO,
+        f"in {stretched} of {len(pairs)} timed reps the cache flush before the start event ran longer than the"
+        f" judge's own ({statistics.median(f for _, f in pairs):.4f} ms median against {reference.flush_ms:.4f}"
+        " ms): work of the call (on another stream) ran beside it. Those reps are timed from the flush's start,"
+        " less a clean flush.")]
 
 
 def timing_findings(candidate: TimedReply, reference: ReferenceLoop) -> list[Finding]:

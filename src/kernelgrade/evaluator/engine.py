@@ -29,6 +29,7 @@ from kernelgrade.evaluator.compiled_baseline import BaselineJob
 from kernelgrade.evaluator.crosscheck import (
     ReferenceLoop,
     extension_findings,
+    flush_corrected,
     integrity_findings,
     process_findings,
     roofline_findings,
@@ -337,9 +338,12 @@ class _Evaluation:
             before.raw.device_ms + after.raw.device_ms, f"{before.raw.stop_reason}+{after.raw.stop_reason}",
             before.raw.wall_ms + after.raw.wall_ms, before.raw.host_bound_reps + after.raw.host_bound_reps)
         loop = ReferenceLoop(min(before.wall_gap_ms, after.wall_gap_ms),
-                             max(before.overhead_per_rep_ms, after.overhead_per_rep_ms))
+                             max(before.overhead_per_rep_ms, after.overhead_per_rep_ms),
+                             _median_or_zero(before.raw.flush_ms + after.raw.flush_ms))
         candidate = self._confirmed(session, candidate, loop)
-        self.candidate_timing = timing.summarize(candidate.device_ms, candidate.stop_reason, candidate.wall_ms,
+        samples, flush_findings = flush_corrected(candidate, loop)
+        self._note(flush_findings)
+        self.candidate_timing = timing.summarize(samples, candidate.stop_reason, candidate.wall_ms,
                                                  candidate.host_bound_reps)
         if plan.recheck_timed_outputs:
             self._recheck_timed(session, reference, sets)
@@ -499,6 +503,10 @@ def _time_reference(reference: Reference, rotation: timing.InputRotation, params
         outer_ms = (time.perf_counter() - started) * 1000.0
     gap = statistics.median(w - d for w, d in zip(raw.wall_ms, raw.device_ms, strict=True))
     return _ReferenceRun(raw, gap, (outer_ms - sum(raw.wall_ms)) / len(raw.wall_ms))
+
+
+def _median_or_zero(values: tuple[float, ...]) -> float:
+    return statistics.median(values) if values else 0.0
 
 
 def _reset_l2(device: torch.device) -> None:

@@ -299,7 +299,7 @@ class Harness:
         self.keeper = keeper
         return {"device_ms": list(raw.device_ms), "wall_ms": list(raw.wall_ms), "stop_reason": raw.stop_reason,
                 "clock": raw.clock, "clock_tampered_reps": raw.tampered_reps, "host_bound_reps": raw.host_bound_reps,
-                "l2": self.l2_state,
+                "flush_ms": list(raw.flush_ms), "l2": self.l2_state,
                 **self._integrity()}
 
     def timed_outputs(self, command: dict[str, Any]) -> dict[str, Any]:

@@ -100,6 +100,7 @@ class TimedReply:
     l2_limit_before: int = 0  # a set-aside the submission had configured, found by that reset (0: none)
     clock_tampered_reps: int = 0  # reps after which the harness's clock had been rebound
     host_bound_reps: int = 0  # reps whose device time may include host time (timing.py)
+    flush_ms: tuple[float, ...] = ()  # each rep's flush, as the device ran it (timing.RawSamples)
 
 
 class RunSession:
@@ -181,7 +182,8 @@ class RunSession:
         return TimedReply(tuple(map(float, reply["device_ms"])), tuple(map(float, reply["wall_ms"])),
                           str(reply["stop_reason"]), str(reply["clock"]), Integrity.from_reply(reply), outer,
                           str(l2.get("status", "")), int(l2.get("limit_bytes", 0)),
-                          int(reply.get("clock_tampered_reps", 0)), int(reply.get("host_bound_reps", 0)))
+                          int(reply.get("clock_tampered_reps", 0)), int(reply.get("host_bound_reps", 0)),
+                          tuple(map(float, reply.get("flush_ms", []))))
 
     def timed_outputs(self, outputs_dir: Path, timeout: float) -> TimedOutputsReply:
         """Have the child write its sample of timed outputs, each as [set, scale step, rep, [outputs]], to

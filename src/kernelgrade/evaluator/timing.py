@@ -72,6 +72,9 @@ class RawSamples:
     tampered_reps: int = 0
     # Reps whose call took the host longer to issue than the flush ran on the device (see the module's doc).
     host_bound_reps: int = 0
+    # The flush's device time in each rep (start event minus an event before the flush); 0 on the CPU. Work
+    # the call started on another stream while the flush ran stretches it (crosscheck.flush_corrected).
+    flush_ms: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ class Rep:
     wall_ms: float
     host_bound: bool
     out: Any
+    flush_ms: float = 0.0
 
 
 def default_flush_bytes(device: torch.device) -> int:
@@ -239,7 +243,8 @@ class _Clock:
         # The device ran the flush from about `enqueued` on; the call's host-inclusive time starts when both
         # the call has begun and the flush is done, as in a protocol that synchronizes before calling.
         began = max(called, enqueued + int(flush_ms * 1e6))
-        return Rep(float(_event_elapsed(start, end)), (idle - began) / 1e6, (issued - called) / 1e6 > flush_ms, out)
+        return Rep(float(_event_elapsed(start, end)), (idle - began) / 1e6, (issued - called) / 1e6 > flush_ms, out,
+                   flush_ms)
 
 
 def _rotation(inputs: InputRotation | Sequence[Sequence[Any]]) -> InputRotation:
@@ -279,6 +284,7 @@ def measure(
     clock, rotation, intact = _Clock(device), _rotation(input_sets), clock_intact
     device_ms: list[float] = []
     wall_ms: list[float] = []
+    flush_ms: list[float] = []
     began = _perf_counter_ns()
     reason, tampered, host_bound = "max_reps", 0, 0
     for index in range(params.max_reps):
@@ -288,6 +294,7 @@ def measure(
         host_bound += rep.host_bound
         device_ms.append(rep.device_ms)
         wall_ms.append(rep.wall_ms)
+        flush_ms.append(rep.flush_ms)
         if keeper is not None:
             keeper.keep(index, tag, rep.out)
         del rep, args
@@ -296,7 +303,7 @@ def measure(
             reason = stop
             break
     return RawSamples(tuple(device_ms), tuple(wall_ms), reason, "cuda_event" if clock.cuda else "perf_counter_ns",
-                      tampered, host_bound)
+                      tampered, host_bound, tuple(flush_ms))
 
 
 _CLOCK_GLOBALS = {name: globals()[name] for name in ("_perf_counter_ns", "_cuda_synchronize", "_Event",
