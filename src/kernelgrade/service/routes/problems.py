@@ -7,7 +7,7 @@ from fastapi import APIRouter, Response
 from kernelgrade.service.auth import Context, CurrentPrincipal, require_admin
 from kernelgrade.service.errors import not_found
 from kernelgrade.service.problem_catalog import add_problem, parse_problem
-from kernelgrade.service.routes.responses import errors
+from kernelgrade.service.routes.responses import KEYED, WITH_BODY, errors
 from kernelgrade.service.schemas import ProblemIn, ProblemListOut, ProblemOut
 from kernelgrade.service.views import problem_out, problem_summary
 from kernelgrade.storage.problems import latest_problem, list_latest_problems, problem_version
@@ -36,7 +36,7 @@ def read_problem(name: str, context: Context, version: str | None = None) -> Pro
 
 @router.post("", status_code=201, response_model=ProblemOut,
              responses={200: {"model": ProblemOut, "description": "this exact version exists already"},
-                        **errors(401, 403, 413, 422)})
+                        **errors(*KEYED, *WITH_BODY, 403)})
 def create_problem(body: ProblemIn, response: Response, principal: CurrentPrincipal, context: Context) -> ProblemOut:
     """Add a problem or a new version of one (admin). Idempotent: the same content returns the existing one."""
     require_admin(principal)
