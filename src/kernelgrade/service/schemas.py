@@ -11,6 +11,9 @@ VerdictName = Literal["correct", "incorrect", "compile_error", "runtime_error", 
                       "error"]
 StatusName = Literal["queued", "compiling", "running", "done"]
 NAME_PATTERN = r"^[A-Za-z0-9_.@+-]+$"
+# Free text: anything but NUL, which Postgres text cannot hold and no name or source contains. Refused at the
+# edge on every backend, so that SQLite and Postgres deployments answer the same.
+TEXT_PATTERN = r"^[^\x00]*$"
 # Row ids are Integer columns: 32 bits on Postgres (64 on SQLite). A larger number names nothing, and Postgres
 # refuses it as a query parameter of that type.
 MAX_ID = 2**31 - 1
@@ -34,11 +37,13 @@ class SubmissionIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [
         {"problem": "add_relu", "source": EXAMPLE_SOURCE, "model": "my-model-v1"}]})
 
-    problem: str = Field(min_length=1, max_length=200, description="problem name (its latest version)")
-    source: str = Field(description="the Python file defining ModelNew")
+    problem: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN,
+                         description="problem name (its latest version)")
+    source: str = Field(pattern=TEXT_PATTERN, description="the Python file defining ModelNew")
     submitter: str | None = Field(None, min_length=1, max_length=100, pattern=NAME_PATTERN,
                                   description="open mode only; with an API key the key's name is the submitter")
-    model: str = Field("", max_length=200, description="model or agent label, for the leaderboards")
+    model: str = Field("", max_length=200, pattern=TEXT_PATTERN,
+                       description="model or agent label, for the leaderboards")
     force: bool = Field(False, description="grade again even if this exact source was graded before")
     public: bool = Field(False, description="let everyone read the source (results are always public)")
     device: str | None = Field(None, min_length=1, max_length=60, pattern=NAME_PATTERN,
@@ -200,7 +205,8 @@ class ProblemIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str = Field(min_length=1, max_length=200, pattern=NAME_PATTERN)
-    source: str = Field(description="a KernelBench-format problem file (Model, get_inputs, get_init_inputs)")
+    source: str = Field(pattern=TEXT_PATTERN,
+                        description="a KernelBench-format problem file (Model, get_inputs, get_init_inputs)")
     suite: str = Field("imported", min_length=1, max_length=100, pattern=NAME_PATTERN)
     level: Annotated[int | None, BeforeValidator(_whole_number)] = Field(
         None, ge=0, le=100, description="difficulty level within the suite (KernelBench: 1-4)")

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
 from kernelgrade.service.errors import ApiError, invalid
-from kernelgrade.service.schemas import SubmissionIn
+from kernelgrade.service.schemas import TEXT_PATTERN, SubmissionIn
 
 FORM_FIELDS = ("problem", "submitter", "model", "device", "source", "force", "public")
 FLAG_FIELDS = ("force", "public")
@@ -31,7 +31,7 @@ def _form_property(name: str) -> dict[str, Any]:
 def _multipart_schema() -> dict[str, Any]:
     # The upload is the Python source itself: UTF-8 text, sent as a file part (with a filename) or as a
     # plain field. The Content-Disposition example gives generated clients the filename a browser would send.
-    source = {"type": "string", "contentMediaType": "text/x-python",
+    source = {"type": "string", "contentMediaType": "text/x-python", "pattern": TEXT_PATTERN,
               "description": "the ModelNew source file, UTF-8 text (or send the text in `source`)"}
     fields = {name: _form_property(name) for name in FORM_FIELDS if name != "source"}
     return {

@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from kernelgrade.service.auth import Context, CurrentPrincipal
 from kernelgrade.service.errors import ApiError, not_found
 from kernelgrade.service.routes.cursor import decode_cursor, encode_cursor
+from kernelgrade.service.routes.params import QueryText
 from kernelgrade.service.routes.responses import KEYED, WITH_BODY, errors
 from kernelgrade.service.routes.submission_body import openapi_body, read_submission
 from kernelgrade.service.schemas import (
@@ -63,8 +64,8 @@ def read_one(submission_id: Annotated[int, Path(ge=1, le=MAX_ID)], principal: Cu
 
 
 @router.get("", response_model=SubmissionPageOut, responses=errors(*KEYED, 422))
-def read_many(principal: CurrentPrincipal, context: Context, problem: str | None = None,
-              submitter: str | None = None, verdict: VerdictName | None = None, cursor: str | None = None,
+def read_many(principal: CurrentPrincipal, context: Context, problem: QueryText = None,
+              submitter: QueryText = None, verdict: VerdictName | None = None, cursor: str | None = None,
               limit: Annotated[int, Query(ge=1, le=200)] = 50) -> SubmissionPageOut:
     """Newest first, filtered; continue with `?cursor=<next_cursor>`. Sources are not listed."""
     where = SubmissionFilter(problem=problem, submitter=submitter, verdict=verdict)
