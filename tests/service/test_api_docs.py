@@ -1,15 +1,17 @@
-"""The OpenAPI page, health, and the rate limiter's window."""
+"""The OpenAPI page, health, and the rate limiter's windows."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 
 import httpx
 
 from kernelgrade.service.openapi_doc import ERROR_REF
 from kernelgrade.service.rate_limit import RateLimiter
 from kernelgrade.service.schemas import NAME_PATTERN, VerdictName
+from kernelgrade.storage.database import Database
 from tests.service.conftest import ApiFactory
 
 
@@ -57,16 +59,18 @@ def test_health_reports_the_database_and_mode(api: httpx.Client) -> None:
     assert health["database"] in ("sqlite", "postgresql")
 
 
-def test_rate_limit_window_slides() -> None:
-    now = [0.0]
-    limiter = RateLimiter(clock=lambda: now[0])
+def test_the_rate_limiter_counts_in_fixed_windows_of_the_database(database: Database) -> None:
+    now = [datetime(2026, 1, 1, 12, 0, 10, tzinfo=UTC)]
+    limiter = RateLimiter(database, clock=lambda: now[0])
     assert [limiter.acquire("k", 2) for _ in range(2)] == [None, None]
-    assert limiter.acquire("k", 2) == 60.0
+    assert limiter.acquire("k", 2) == 50.0  # until the minute ends
     assert limiter.acquire("other", 2) is None
-    now[0] = 59.0
+    now[0] += timedelta(seconds=49)
     assert limiter.acquire("k", 2) == 1.0
-    now[0] = 60.5
+    now[0] += timedelta(seconds=1)
     assert limiter.acquire("k", 2) is None
+    assert RateLimiter(database, clock=lambda: now[0]).acquire("k", 2) is None  # another process: same counts
+    assert RateLimiter(database, clock=lambda: now[0]).acquire("k", 2) == 60.0
 
 
 def test_the_api_imports_no_torch() -> None:

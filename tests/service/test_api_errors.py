@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
@@ -138,3 +139,17 @@ def test_401_403_and_415(api_factory: ApiFactory, database: Database) -> None:
                                                                     "Content-Type": "text/plain"}),
              415, "unsupported_media_type")
     assert api.get("/v1/problems").status_code == 200  # public reads need no key
+
+
+def test_the_daily_quota_holds_under_concurrent_submissions(api_factory: ApiFactory, database: Database) -> None:
+    """Each check and its insert are one step: concurrent requests cannot all take the last free slot."""
+    key = make_key(database, "dave", quota=3)
+    api = api_factory(open_mode="off")
+
+    def post(i: int) -> int:
+        body = {"problem": "add_relu", "source": CORRECT + f"# {i}\n"}
+        return api.post("/v1/submissions", json=body, headers={"X-API-Key": key}).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        statuses = sorted(pool.map(post, range(8)))
+    assert statuses == [201] * 3 + [429] * 5
