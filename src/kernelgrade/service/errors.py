@@ -70,9 +70,9 @@ async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status, exc.code, exc.message, headers=exc.headers)
 
 
-def unparseable_body(problem: str) -> ApiError:
-    return ApiError(400, "invalid_json", f"the request body is not valid JSON ({problem}); send a JSON object"
-                    " (see /docs for the request schema) with Content-Type: application/json.")
+def _unparseable_json(problem: str) -> JSONResponse:
+    return error_response(400, "invalid_json", f"the request body is not valid JSON ({problem}); send a JSON object"
+                          " (see /docs for the request schema) with Content-Type: application/json.")
 
 
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
@@ -82,7 +82,7 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     unparsed = next((e for e in exc.errors() if e.get("type") == "json_invalid"), None)
     if unparsed is not None:
         problem = str(unparsed.get("ctx", {}).get("error") or unparsed.get("msg", "malformed"))
-        return await _api_error(_request, unparseable_body(problem))
+        return _unparseable_json(problem)
     details = [{"location": ".".join(str(p) for p in e.get("loc", ())), "problem": str(e.get("msg", ""))}
                for e in exc.errors()]
     first = details[0] if details else {"location": "request", "problem": "malformed"}
