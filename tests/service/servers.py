@@ -94,7 +94,9 @@ class ServeProcess:
             health = httpx.get(self.url + "/v1/health", timeout=2.0)
         except httpx.HTTPError:
             return False
-        return health.status_code == 200 and health.json()["workers_online"] >= 1
+        # An API-only server (KERNELGRADE_LOCAL_JUDGES=0) is ready without a judge of its own.
+        needs_judge = self.env.get("KERNELGRADE_LOCAL_JUDGES") != "0"
+        return health.status_code == 200 and (health.json()["workers_online"] >= 1 or not needs_judge)
 
     def kill(self) -> None:
         """SIGKILL: the process gets no chance to clean up, as in a crash or an OOM kill."""

@@ -35,6 +35,10 @@ def test_a_file_upload_is_a_submission(api: httpx.Client) -> None:
     assert created.status_code == 201, created.text
     read = api.get(f"/v1/submissions/{created.json()['id']}").json()
     assert read["source"] == CORRECT and read["public"] is True and read["model"] == "up"
+    # The source as a plain form field (curl -F 'file=<kernel.py'), no filename: the same submission.
+    again = api.post("/v1/submissions", files={"problem": (None, "add_relu"), "model": (None, "up"),
+                                               "file": (None, CORRECT)})
+    assert again.status_code == 200 and again.json()["id"] == created.json()["id"]
 
 
 def test_identical_source_returns_the_earlier_result_unless_forced(api: httpx.Client, database: Database) -> None:

@@ -15,7 +15,8 @@ from kernelgrade import __version__
 from kernelgrade.config import Settings
 from kernelgrade.service.body_limit import BodyLimit, BodyTooLarge, body_too_large_message
 from kernelgrade.service.context import ServiceContext
-from kernelgrade.service.errors import error_response, install_handlers
+from kernelgrade.service.errors import PathMethods, error_response, install_handlers
+from kernelgrade.service.openapi_doc import openapi_builder
 from kernelgrade.service.pages.routes import install_pages
 from kernelgrade.service.routes import leaderboards, problems, submissions, system
 from kernelgrade.storage.database import Database
@@ -41,9 +42,12 @@ def create_app(settings: Settings, *, database: Database | None = None, workers:
     install_handlers(app)
     app.add_exception_handler(BodyTooLarge, _body_too_large)
     app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
-    for module in (submissions, problems, leaderboards, system):
-        app.include_router(module.router)
+    routers = [module.router for module in (submissions, problems, leaderboards, system)]
+    for router in routers:
+        app.include_router(router)
+    app.state.path_methods = PathMethods.of(routers)
     install_pages(app)
+    app.openapi = openapi_builder(app, open_mode=settings.is_open, max_batch=settings.max_batch)  # type: ignore[method-assign]
     return app
 
 

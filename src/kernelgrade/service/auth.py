@@ -10,7 +10,8 @@ import hmac
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Security
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from kernelgrade.service.context import ServiceContext, get_context
 from kernelgrade.service.errors import ApiError, too_many
@@ -98,5 +99,17 @@ def require_admin(principal: Principal) -> None:
                        " key.")
 
 
-CurrentPrincipal = Annotated[Principal, Depends(authenticate)]
+# Declared for the OpenAPI document (and the /docs "Authorize" button); `presented_key` reads the same headers.
+_API_KEY = APIKeyHeader(name="X-API-Key", scheme_name="ApiKey", auto_error=False,
+                        description="an API key from `kernelgrade keys create`")
+_BEARER = HTTPBearer(scheme_name="Bearer", auto_error=False, description="the same API key as a bearer token")
+
+
+def _keyed(request: Request, context: Annotated[ServiceContext, Depends(get_context)],
+           _key: Annotated[str | None, Security(_API_KEY)],
+           _token: Annotated[HTTPAuthorizationCredentials | None, Security(_BEARER)]) -> Principal:
+    return authenticate(request, context)
+
+
+CurrentPrincipal = Annotated[Principal, Depends(_keyed)]
 Context = Annotated[ServiceContext, Depends(get_context)]

@@ -28,9 +28,12 @@ class Sender(Protocol):
 class ServiceContext:
     settings: Settings
     database: Database
-    limiter: RateLimiter = field(default_factory=RateLimiter)
+    limiter: RateLimiter = field(init=False)
     pool: Waker | None = None
     sender: Sender | None = None
+
+    def __post_init__(self) -> None:
+        self.limiter = RateLimiter(self.database)
 
     def job_queued(self, evaluation_id: int, routing_key: str) -> None:
         if self.pool is not None:

@@ -4,12 +4,15 @@ programs, a message that says what to do for people. Bad input is a 4xx, never a
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = logging.getLogger(__name__)
@@ -51,7 +54,7 @@ def error_response(status: int, code: str, message: str, *, details: Sequence[An
     return JSONResponse({"error": body}, status_code=status, headers=dict(headers or {}))
 
 
-_HTTP_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+_HTTP_CODES = {400: "invalid_body", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
                413: "request_too_large", 415: "unsupported_media_type"}
 
 
@@ -67,8 +70,19 @@ async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status, exc.code, exc.message, headers=exc.headers)
 
 
+def _unparseable_json(problem: str) -> JSONResponse:
+    return error_response(400, "invalid_json", f"the request body is not valid JSON ({problem}); send a JSON object"
+                          " (see /docs for the request schema) with Content-Type: application/json.")
+
+
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
+    # FastAPI reports a body that does not parse as JSON as a validation error; it is a malformed request (400),
+    # not a well-formed one with wrong content (422).
+    unparsed = next((e for e in exc.errors() if e.get("type") == "json_invalid"), None)
+    if unparsed is not None:
+        problem = str(unparsed.get("ctx", {}).get("error") or unparsed.get("msg", "malformed"))
+        return _unparseable_json(problem)
     details = [{"location": ".".join(str(p) for p in e.get("loc", ())), "problem": str(e.get("msg", ""))}
                for e in exc.errors()]
     first = details[0] if details else {"location": "request", "problem": "malformed"}
@@ -81,12 +95,38 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code = _HTTP_CODES.get(exc.status_code, "http_error")
-    message = str(exc.detail)
-    if exc.status_code == 404:
+    message, headers = str(exc.detail), dict(exc.headers or {})
+    if exc.status_code == 400:
+        message = (f"the request body could not be read ({exc.detail}); send JSON with Content-Type:"
+                   " application/json, or a well-formed multipart/form-data upload.")
+    elif exc.status_code == 404:
         message = f"no such endpoint: {request.method} {request.url.path}. The API is listed at /docs."
     elif exc.status_code == 405:
-        message = f"{request.method} is not allowed on {request.url.path}. The API is listed at /docs."
-    return error_response(exc.status_code, code, message, headers=exc.headers)
+        table: PathMethods = request.app.state.path_methods
+        headers["Allow"] = table.allowed(request.url.path, headers.get("Allow", ""))
+        message = (f"{request.method} is not allowed on {request.url.path}; it accepts {headers['Allow']}."
+                   " The API is listed at /docs.")
+    return error_response(exc.status_code, code, message, headers=headers)
+
+
+@dataclass(frozen=True)
+class PathMethods:
+    """The methods the API's routes accept, by path. Starlette's own Allow header names only the first route
+    that matched the path, so a path served by several routes (GET and POST /v1/problems) would lose the others."""
+
+    routes: tuple[tuple[re.Pattern[str], frozenset[str]], ...]
+
+    @classmethod
+    def of(cls, routers: Iterable[APIRouter]) -> PathMethods:
+        return cls(tuple((route.path_regex, frozenset(route.methods or ())) for router in routers
+                         for route in router.routes if isinstance(route, APIRoute)))
+
+    def allowed(self, path: str, starlette_allow: str) -> str:
+        methods = {m.strip() for m in starlette_allow.split(",") if m.strip()}
+        for pattern, accepted in self.routes:
+            if pattern.match(path):
+                methods |= accepted
+        return ", ".join(sorted(methods))
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

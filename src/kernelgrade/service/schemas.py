@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 VerdictName = Literal["correct", "incorrect", "compile_error", "runtime_error", "timeout", "rejected", "flagged",
                       "error"]
 StatusName = Literal["queued", "compiling", "running", "done"]
 NAME_PATTERN = r"^[A-Za-z0-9_.@+-]+$"
+# Free text: anything but NUL, which Postgres text cannot hold and no name or source contains. Refused at the
+# edge on every backend, so that SQLite and Postgres deployments answer the same.
+TEXT_PATTERN = r"^[^\x00]*$"
+# Row ids are Integer columns: 32 bits on Postgres (64 on SQLite). A larger number names nothing, and Postgres
+# refuses it as a query parameter of that type.
+MAX_ID = 2**31 - 1
 EXAMPLE_SOURCE = ("import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
                   "    def forward(self, a, b):\n        return torch.clamp_min(a + b, 0.0)\n")
 
@@ -25,15 +31,19 @@ class ErrorResponse(BaseModel):
     error: ErrorBody
 
 
+# Request bodies are strict: `"force": 0` or `"level": "1"` is refused rather than coerced, so a body is accepted
+# exactly when it matches the documented schema.
 class SubmissionIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [
         {"problem": "add_relu", "source": EXAMPLE_SOURCE, "model": "my-model-v1"}]})
 
-    problem: str = Field(min_length=1, max_length=200, description="problem name (its latest version)")
-    source: str = Field(description="the Python file defining ModelNew")
+    problem: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN,
+                         description="problem name (its latest version)")
+    source: str = Field(pattern=TEXT_PATTERN, description="the Python file defining ModelNew")
     submitter: str | None = Field(None, min_length=1, max_length=100, pattern=NAME_PATTERN,
                                   description="open mode only; with an API key the key's name is the submitter")
-    model: str = Field("", max_length=200, description="model or agent label, for the leaderboards")
+    model: str = Field("", max_length=200, pattern=TEXT_PATTERN,
+                       description="model or agent label, for the leaderboards")
     force: bool = Field(False, description="grade again even if this exact source was graded before")
     public: bool = Field(False, description="let everyone read the source (results are always public)")
     device: str | None = Field(None, min_length=1, max_length=60, pattern=NAME_PATTERN,
@@ -41,7 +51,7 @@ class SubmissionIn(BaseModel):
 
 
 class BatchIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     submissions: list[SubmissionIn] = Field(min_length=1)
 
@@ -195,13 +205,20 @@ class ProblemListOut(BaseModel):
     problems: list[ProblemSummaryOut]
 
 
+def _whole_number(value: object) -> object:
+    """JSON Schema counts 3.0 as an integer; strict validation would refuse it."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 class ProblemIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str = Field(min_length=1, max_length=200, pattern=NAME_PATTERN)
-    source: str = Field(description="a KernelBench-format problem file (Model, get_inputs, get_init_inputs)")
+    source: str = Field(pattern=TEXT_PATTERN,
+                        description="a KernelBench-format problem file (Model, get_inputs, get_init_inputs)")
     suite: str = Field("imported", min_length=1, max_length=100, pattern=NAME_PATTERN)
-    level: int | None = None
+    level: Annotated[int | None, BeforeValidator(_whole_number)] = Field(
+        None, ge=0, le=100, description="difficulty level within the suite (KernelBench: 1-4)")
 
 
 class BoardEntryOut(BaseModel):

@@ -17,6 +17,7 @@ from kernelgrade.service.auth import Principal
 from kernelgrade.service.context import ServiceContext
 from kernelgrade.service.errors import ApiError, conflict, invalid, not_found, too_large, too_many
 from kernelgrade.service.schemas import SubmissionIn
+from kernelgrade.storage.api_keys import hold_key
 from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.problems import latest_problem
 from kernelgrade.storage.records import JobStatus, NewSubmission, ProblemRecord, SubmissionView
@@ -86,6 +87,8 @@ def enforce_quota(session: Session, context: ServiceContext, principal: Principa
     quota = principal.quota_per_day or context.settings.quota_per_day
     if principal.key_id is None or principal.is_admin or quota <= 0:
         return
+    # Held until the submission is stored: two API processes cannot both see the last free slot.
+    hold_key(session, principal.key_id)
     now = utcnow()
     used, oldest = submissions_since(session, principal.key_id, now - QUOTA_WINDOW)
     if used + count <= quota:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -43,6 +43,14 @@ def add_key(session: Session, new: NewApiKey, now: datetime | None = None) -> Ap
 def key_by_prefix(session: Session, prefix: str) -> ApiKeyRecord | None:
     row = session.scalars(select(ApiKeyRow).where(ApiKeyRow.prefix == prefix)).first()
     return key_record(row) if row is not None else None
+
+
+def hold_key(session: Session, key_id: int) -> None:
+    """Make the other transactions acting for this key wait until this one ends (a quota check and the insert
+    it allows, done as one). A same-value UPDATE of the key's row takes Postgres's row lock and SQLite's write
+    lock; SELECT ... FOR UPDATE would take nothing on SQLite. `role` is not a key column, so inserts that only
+    reference the row (its submissions) do not wait."""
+    session.execute(update(ApiKeyRow).where(ApiKeyRow.id == key_id).values(role=ApiKeyRow.role))
 
 
 def list_keys(session: Session) -> list[ApiKeyRecord]:

@@ -10,7 +10,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, TypeDecorator, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -214,3 +226,17 @@ class WorkerRow(Base):
     current_evaluation_id: Mapped[int | None]
     started_at: Mapped[datetime]
     last_heartbeat: Mapped[datetime]
+
+
+class RateCounterRow(Base):
+    """Requests of one API key in one fixed window. Kept in the database, so that every API process of a
+    deployment counts into the same row; rows of past windows are pruned as new ones start."""
+
+    __tablename__ = "rate_counters"
+    __table_args__ = (Index("ix_rate_counters_window", "window_start"),)
+
+    bucket: Mapped[str] = mapped_column(String(200), primary_key=True)
+    # Seconds since the epoch (UTC) at which the window began: an integer compares and matches the same way on
+    # both backends, where a timestamp in a primary key would depend on how SQLite spells it.
+    window_start: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    count: Mapped[int] = mapped_column(Integer)

@@ -6,6 +6,7 @@ import base64
 import binascii
 
 from kernelgrade.service.errors import invalid
+from kernelgrade.service.schemas import MAX_ID
 
 
 def encode_cursor(submission_id: int | None) -> str | None:
@@ -20,7 +21,7 @@ def decode_cursor(cursor: str | None) -> int | None:
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         kind, _, number = text.partition(":")
-        if kind == "s" and number.isdigit():
+        if kind == "s" and number.isascii() and number.isdigit() and int(number) <= MAX_ID:
             return int(number)
     except (binascii.Error, UnicodeDecodeError, ValueError):
         pass

@@ -10,19 +10,45 @@ from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
 from kernelgrade.service.errors import ApiError, invalid
-from kernelgrade.service.schemas import SubmissionIn
+from kernelgrade.service.schemas import TEXT_PATTERN, SubmissionIn
 
-FORM_FIELDS = ("problem", "submitter", "model", "device", "source")
+FORM_FIELDS = ("problem", "submitter", "model", "device", "source", "force", "public")
 FLAG_FIELDS = ("force", "public")
+FILE_FIELD = "file"
+# How HTML forms and curl spell a checkbox; anything else in a flag field is refused, not read as false.
+FLAG_VALUES = {"true": True, "1": True, "on": True, "yes": True, "false": False, "0": False, "off": False,
+               "no": False}
 
-OPENAPI_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
-    "application/json": {"schema": {"$ref": "#/components/schemas/SubmissionIn"}},
-    "multipart/form-data": {"schema": {
-        "type": "object", "required": ["problem", "file"],
-        "properties": {"file": {"type": "string", "format": "binary", "description": "the ModelNew source file"},
-                       "problem": {"type": "string"}, "submitter": {"type": "string"}, "model": {"type": "string"},
-                       "device": {"type": "string"}, "force": {"type": "boolean"}, "public": {"type": "boolean"}}}},
-}}}
+
+def _form_property(name: str) -> dict[str, Any]:
+    """A form field has the constraints of the JSON field of the same name; an absent field is the JSON null."""
+    declared: dict[str, Any] = SubmissionIn.model_json_schema()["properties"][name]
+    choices = [c for c in declared.get("anyOf", [declared]) if c.get("type") != "null"]
+    described = {k: v for k, v in declared.items() if k in ("description", "default") and v is not None}
+    return {**choices[0], **described}
+
+
+def _multipart_schema() -> dict[str, Any]:
+    # The upload is the Python source itself: UTF-8 text, sent as a file part (with a filename) or as a
+    # plain field. The Content-Disposition example gives generated clients the filename a browser would send.
+    source = {"type": "string", "contentMediaType": "text/x-python", "pattern": TEXT_PATTERN,
+              "description": "the ModelNew source file, UTF-8 text (or send the text in `source`)"}
+    fields = {name: _form_property(name) for name in FORM_FIELDS if name != "source"}
+    return {
+        "schema": {"type": "object", "required": ["problem", FILE_FIELD], "additionalProperties": False,
+                   "properties": {FILE_FIELD: source, **fields}},
+        "encoding": {FILE_FIELD: {"contentType": "text/x-python, text/plain, application/octet-stream",
+                                  "headers": {"Content-Disposition": {
+                                      "schema": {"type": "string"},
+                                      "example": 'form-data; name="file"; filename="submission.py"'}}}},
+    }
+
+
+def openapi_body() -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": {
+        "application/json": {"schema": {"$ref": "#/components/schemas/SubmissionIn"}},
+        "multipart/form-data": _multipart_schema(),
+    }}}
 
 
 async def read_submission(request: Request) -> SubmissionIn:
@@ -54,19 +80,28 @@ def _as_request_error(exc: ValidationError) -> RequestValidationError:
 
 
 async def _form_fields(request: Request) -> dict[str, Any]:
-    form = await request.form(max_files=1, max_fields=len(FORM_FIELDS) + len(FLAG_FIELDS) + 1)
+    form = await request.form(max_files=1, max_fields=len(FORM_FIELDS) + 1)
     fields: dict[str, Any] = {}
     for name, value in form.multi_items():
+        if name != FILE_FIELD and name not in FORM_FIELDS:
+            raise invalid("invalid_request", f"unknown form field {name!r}; the fields are {FILE_FIELD}, "
+                          + ", ".join(FORM_FIELDS))
+        if isinstance(value, UploadFile) and name != FILE_FIELD:
+            raise invalid("invalid_request", f"form field {name!r} was sent as a file; only `{FILE_FIELD}` is one.")
         if isinstance(value, UploadFile):
             fields["source"] = _decoded(await value.read(), value.filename or name)
-        elif name in FORM_FIELDS:
-            fields[name] = value
         elif name in FLAG_FIELDS:
-            fields[name] = value.strip().lower() in ("1", "true", "yes", "on")
+            fields[name] = _flag(name, value)
         else:
-            raise invalid("invalid_request", f"unknown form field {name!r}; the fields are file, "
-                          + ", ".join(FORM_FIELDS[:-1] + FLAG_FIELDS))
+            fields["source" if name == FILE_FIELD else name] = value
     return fields
+
+
+def _flag(name: str, value: str) -> bool:
+    flag = FLAG_VALUES.get(value.strip().lower())
+    if flag is None:
+        raise invalid("invalid_request", f"form field {name!r} is {value[:40]!r}; send true or false.")
+    return flag
 
 
 def _decoded(raw: bytes, filename: str) -> str:

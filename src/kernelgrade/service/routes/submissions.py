@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from kernelgrade.service.auth import Context, CurrentPrincipal
 from kernelgrade.service.errors import ApiError, not_found
 from kernelgrade.service.routes.cursor import decode_cursor, encode_cursor
-from kernelgrade.service.routes.responses import errors
-from kernelgrade.service.routes.submission_body import OPENAPI_BODY, read_submission
+from kernelgrade.service.routes.params import QueryText
+from kernelgrade.service.routes.responses import KEYED, WITH_BODY, errors
+from kernelgrade.service.routes.submission_body import openapi_body, read_submission
 from kernelgrade.service.schemas import (
+    MAX_ID,
     BatchIn,
     BatchItemOut,
     BatchOut,
@@ -29,9 +31,9 @@ from kernelgrade.storage.submissions import get_submission, list_submissions
 router = APIRouter(prefix="/v1/submissions", tags=["submissions"])
 
 
-@router.post("", status_code=201, response_model=SubmissionOut, openapi_extra=OPENAPI_BODY,
+@router.post("", status_code=201, response_model=SubmissionOut, openapi_extra=openapi_body(),
              responses={200: {"model": SubmissionOut, "description": "an identical earlier submission (no regrade)"},
-                        **errors(401, 404, 409, 413, 415, 422, 429)})
+                        **errors(*KEYED, *WITH_BODY, 404, 409, 415)})
 async def create_submission(request: Request, response: Response, principal: CurrentPrincipal,
                             context: Context) -> SubmissionOut:
     """Queue a submission for grading (JSON, or multipart with the source in `file`)."""
@@ -41,15 +43,18 @@ async def create_submission(request: Request, response: Response, principal: Cur
     return _accepted_out(accepted, principal)
 
 
-@router.post("/batch", response_model=BatchOut, responses=errors(401, 413, 422, 429))
+@router.post("/batch", response_model=BatchOut, responses=errors(*KEYED, *WITH_BODY))
 def create_batch(body: BatchIn, principal: CurrentPrincipal, context: Context) -> BatchOut:
     """Queue several submissions; each item has its submission or its own error."""
     results = submit_batch(context, principal, body.submissions)
     return BatchOut(items=[_batch_item(r, principal) for r in results])
 
 
-@router.get("/{submission_id}", response_model=SubmissionOut, responses=errors(401, 404, 422, 429))
-def read_one(submission_id: int, principal: CurrentPrincipal, context: Context) -> SubmissionOut:
+# `:int` keeps /batch and other words out of this route: GET /v1/submissions/batch is a 405 (POST only), not a
+# malformed id.
+@router.get("/{submission_id:int}", response_model=SubmissionOut, responses=errors(*KEYED, 404, 422))
+def read_one(submission_id: Annotated[int, Path(ge=1, le=MAX_ID)], principal: CurrentPrincipal,
+             context: Context) -> SubmissionOut:
     """Status, verdict, timings, errors, environment and live progress of one submission."""
     with context.database.session() as session:
         view = get_submission(session, submission_id)
@@ -58,9 +63,9 @@ def read_one(submission_id: int, principal: CurrentPrincipal, context: Context) 
     return submission_out(view, principal)
 
 
-@router.get("", response_model=SubmissionPageOut, responses=errors(401, 422, 429))
-def read_many(principal: CurrentPrincipal, context: Context, problem: str | None = None,
-              submitter: str | None = None, verdict: VerdictName | None = None, cursor: str | None = None,
+@router.get("", response_model=SubmissionPageOut, responses=errors(*KEYED, 422))
+def read_many(principal: CurrentPrincipal, context: Context, problem: QueryText = None,
+              submitter: QueryText = None, verdict: VerdictName | None = None, cursor: str | None = None,
               limit: Annotated[int, Query(ge=1, le=200)] = 50) -> SubmissionPageOut:
     """Newest first, filtered; continue with `?cursor=<next_cursor>`. Sources are not listed."""
     where = SubmissionFilter(problem=problem, submitter=submitter, verdict=verdict)

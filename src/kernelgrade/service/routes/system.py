@@ -11,6 +11,7 @@ from sqlalchemy import text
 from kernelgrade import __version__
 from kernelgrade.service.auth import Context
 from kernelgrade.service.errors import ApiError
+from kernelgrade.service.routes.responses import errors
 from kernelgrade.service.schemas import HealthOut, WorkerOut, WorkersOut
 from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.records import WorkerInfo
@@ -22,7 +23,7 @@ router = APIRouter(prefix="/v1", tags=["system"])
 FORGET_AFTER = timedelta(minutes=10)
 
 
-@router.get("/health", response_model=HealthOut)
+@router.get("/health", response_model=HealthOut, responses=errors(503))
 def health(context: Context) -> HealthOut:
     """Liveness and the database connection."""
     try:
