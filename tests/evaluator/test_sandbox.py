@@ -487,3 +487,43 @@ out["nodes"] = sorted(n for n in glob.glob("/dev/nvidia[0-9]*"))
     assert out["count"] == 1 and out["sum"] == 2048.0
     assert out["uuid"] == str(torch.cuda.get_device_properties(index).uuid)
     assert len(out["nodes"]) == 1, f"the child can open other GPUs' nodes: {out['nodes']}"
+
+
+def test_an_interpreter_under_a_private_home_is_reached_without_opening_the_home(
+        sandbox: Sandbox, work_dir: Path, tmp_path: Path) -> None:
+    """The venv of `make serve` under a root judge's 0700 home: the child (another uid) must run that
+    interpreter and see exactly its prefix, and nothing else of the home."""
+    if os.geteuid() != 0:
+        pytest.skip("only a root judge's child runs under another uid, which a 0700 home keeps out")
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "credentials.txt").write_text("the operator's private file")
+    venv = home / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    code = snippet(f"""
+out["prefix"] = sys.prefix
+out["home"] = sorted(os.listdir({str(home)!r}))
+out["credentials"] = os.path.exists({str(home / "credentials.txt")!r})
+""")
+    spec = ChildSpec((str(venv / "bin" / "python"), "-s", "-c", code), child_env(work_dir, work_dir, {}), work_dir,
+                     readable=(package_root(), venv), hidden=(work_dir.parent,))
+    child = ChildProcess(sandbox.launcher.popen(spec))
+    try:
+        out = child.receive(60)
+    except ChildGone:
+        pytest.fail(f"the interpreter under a 0700 home did not start: {child.log.text()[-2000:]}")
+    finally:
+        child.kill()
+    assert out == {"prefix": str(venv), "home": ["venv"], "credentials": False}
+
+
+def test_bwrap_child_sees_no_host_accounts_or_other_roots(bwrap: Sandbox, work_dir: Path) -> None:
+    out = run(bwrap, work_dir, snippet("""
+out["root"] = sorted(os.listdir("/"))
+out["passwd"] = open("/etc/passwd").read()
+out["hosts"] = os.path.exists("/etc/hosts") or os.path.exists("/etc/hostname")
+out["uid_name"] = __import__("pwd").getpwuid(os.getuid()).pw_name
+"""))
+    assert "root:" not in out["passwd"] and out["uid_name"] == "kernelgrade"
+    assert out["hosts"] is False
+    assert not {"home", "var", "srv", "run", "mnt", "boot"} & set(out["root"]), out["root"]
