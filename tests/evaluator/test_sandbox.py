@@ -27,7 +27,7 @@ from kernelgrade.evaluator.child_process import ChildGone, ChildProcess
 from kernelgrade.evaluator.gpu_nodes import GpuAccess, GpuNodesError
 from kernelgrade.evaluator.isolation import UID_BASE, Identity, SandboxOptions
 from kernelgrade.evaluator.launcher import ChildSpec, Launcher, ResourceLimits
-from kernelgrade.evaluator.sandbox import SandboxUnavailable, make_launcher, probe_level
+from kernelgrade.evaluator.sandbox import SandboxUnavailable, UnsandboxedRefused, make_launcher, probe_level
 from kernelgrade.evaluator.unshare import UnshareLauncher
 
 MiB = 1024**2
@@ -338,7 +338,7 @@ sys.stderr.flush()
 def test_levels_are_reported(sandbox: Sandbox) -> None:
     name = "bwrap" if sandbox.launcher.level == "bwrap" else "unshare"
     assert sandbox.launcher.level == name
-    assert make_launcher("none").level == "none"
+    assert make_launcher("none", allow_unsandboxed=True).level == "none"
 
 
 def test_auto_picks_bwrap_where_it_works(bwrap: Sandbox) -> None:
@@ -357,7 +357,17 @@ def test_minimum_that_cannot_be_met_is_refused(tmp_path: Path) -> None:
         make_launcher("auto", "unshare", options)
     with pytest.raises(SandboxUnavailable, match="below the required minimum"):
         make_launcher("none", "bwrap")
-    assert make_launcher("auto", "none", options).level == "none"
+    assert make_launcher("auto", "none", options, allow_unsandboxed=True).level == "none"
+
+
+def test_no_sandbox_only_with_the_explicit_opt_out(tmp_path: Path) -> None:
+    broken = tmp_path / "missing-bwrap"
+    options = SandboxOptions(bwrap=str(broken), unshare=str(broken))
+    with pytest.raises(UnsandboxedRefused, match="apt-get install bubblewrap"):
+        make_launcher("none")
+    with pytest.raises(UnsandboxedRefused, match="no sandbox works here"):
+        make_launcher("auto", options=options)
+    assert make_launcher("none", allow_unsandboxed=True).level == "none"
 
 
 def test_probe_runs_once_per_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
