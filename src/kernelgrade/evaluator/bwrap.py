@@ -23,10 +23,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from kernelgrade.evaluator import cgroups
+from kernelgrade.evaluator.child_env import child_env, package_root
 from kernelgrade.evaluator.child_roots import (
     SOCKET_DIRS,
     child_roots,
     covered_ops,
+    describe_roots,
     existing,
     home_dirs,
     outermost,
@@ -106,8 +108,10 @@ class BwrapLauncher:
     def features(self) -> tuple[str, ...]:
         user = describe_user(self.options)
         memory = self.cgroups.describe() if self.cgroups else "cgroups disabled by the operator"
+        view = describe_roots(child_roots(child_env(Path("/"), Path("/"), {}), (package_root(),)))
         return (f"bwrap {self.bwrap}", "network: none", "filesystem: only the paths it uses, read-only; empty /tmp",
-                user, memory, "rlimits: NOFILE, FSIZE, CORE=0, NPROC, CPU for builds")
+                f"read-only view: {', '.join(view)}", user, memory,
+                "rlimits: NOFILE, FSIZE, CORE=0, NPROC, CPU for builds")
 
     def _namespace_args(self, who: Identity) -> list[str]:
         args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",

@@ -65,12 +65,14 @@ class WorkerPool:
                 judge.start()
             compiler.start()
         pool.heartbeat.start()
+        from kernelgrade.evaluator.sandbox import describe_launcher
+
         judges_text = ", ".join(f"{s.name}={s.device_class}" for s in slots)
         if unsandboxed(launcher.level):
             log.warning("worker pool: %s with NO SANDBOX (KERNELGRADE_ALLOW_UNSANDBOXED): submissions can read what"
                         " this process's user can read and reach local servers", judges_text)
         else:
-            log.info("worker pool: %s (sandbox %s)", judges_text, launcher.level)
+            log.info("worker pool: %s (sandbox %s)", judges_text, "; ".join(describe_launcher(launcher)))
         return pool
 
     def _register(self, slots: list[JudgeSlot], sandbox: str) -> None:
