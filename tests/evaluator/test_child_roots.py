@@ -79,3 +79,17 @@ def test_linker_configuration_is_read_with_its_includes(tmp_path: Path) -> None:
 def test_outermost_keeps_only_the_top_paths() -> None:
     assert outermost([Path("/a/b"), Path("/a"), Path("/c/d"), Path("/c/de")]) == [Path("/a"), Path("/c/d"),
                                                                                   Path("/c/de")]
+
+
+def test_a_linked_entry_is_bound_at_its_target_and_linked_back(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    zone = tmp_path / "usr-share" / "zoneinfo" / "UTC"
+    zone.parent.mkdir(parents=True)
+    zone.write_text("TZif")
+    link = tmp_path / "etc" / "localtime"
+    link.parent.mkdir()
+    link.symlink_to(zone)
+    monkeypatch.setattr(roots_module, "etc_entries", lambda: [link])
+    roots = child_roots(child_env(tmp_path, tmp_path, {}))
+    assert zone in roots.paths and link not in roots.paths
+    assert (str(zone), link) in roots.links

@@ -55,16 +55,15 @@ class Roots:
 
 
 def child_roots(env: Mapping[str, str], readable: Iterable[Path] = (), gpu: bool = False) -> Roots:
-    """Everything a child started with `env` reads from the host, outermost paths only."""
+    """Everything a child started with `env` reads from the host, outermost paths only. A wanted path that
+    is itself a symlink (/etc/localtime, a venv reached through a link) is bound at its real path and the
+    link recreated, so the paths the child is given still resolve."""
     links = [(os.readlink(p), Path(p)) for p in SYSTEM_DIRS if os.path.islink(p)]
     wanted = [Path(p) for p in SYSTEM_DIRS if not os.path.islink(p)]
     wanted += [*etc_entries(), *readable, *python_roots(), *tool_roots(env)]
-    if gpu:
-        wanted += [*driver_library_dirs(env), Path("/sys")]
-    else:
-        wanted += CPU_TOPOLOGY
+    wanted += [*driver_library_dirs(env), Path("/sys")] if gpu else CPU_TOPOLOGY
     paths = outermost(p for p in existing(wanted) if p != Path("/"))
-    links += [link for link in _linked_prefixes() if not under_any(link[1], paths)]
+    links += [(os.readlink(p), p) for p in wanted if p.is_absolute() and p.is_symlink() and not under_any(p, paths)]
     return Roots(tuple(paths), tuple(sorted(set(links), key=lambda link: str(link[1]))))
 
 
@@ -79,7 +78,8 @@ def etc_entries() -> list[Path]:
 def python_dirs() -> list[Path]:
     """Where the child's interpreter lives (a virtualenv and the Python it was made from)."""
     exe = Path(os.path.realpath(sys.executable))
-    return [Path(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}] + [exe.parent]
+    prefixes = [Path(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}]
+    return [*prefixes, exe.parent, Path(sys.executable).parent]
 
 
 def python_roots() -> list[Path]:
@@ -148,13 +148,6 @@ def _mapped_driver_dirs() -> list[Path]:
         return []
     paths = {Path(line.split(None, 5)[5]) for line in maps if len(line.split(None, 5)) == 6}
     return sorted({p.parent for p in paths if p.name.startswith(DRIVER_LIBRARY_PREFIXES)})
-
-
-def _linked_prefixes() -> list[tuple[str, Path]]:
-    """A virtualenv or toolkit reached through a symlink (/opt/venv -> /data/venv) is bound at its real
-    path; the link itself is recreated so the paths the child is given still resolve."""
-    candidates = [*python_dirs(), Path(sys.executable).parent]
-    return [(os.path.realpath(p), p) for p in candidates if p.is_absolute() and p.is_symlink()]
 
 
 def existing(paths: Iterable[Path]) -> list[Path]:
