@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: setup system-deps serve test lint typecheck imports pytest bench clean
+.PHONY: setup sandbox-deps system-deps serve test lint typecheck imports pytest bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,25 +17,34 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# Best effort: the sandbox tests need bubblewrap and util-linux's unshare, the page tests Debian's chromium,
-# the compose-file check Debian's docker-compose.
-# Where they cannot be installed (not root, no apt-get, no network) the tests that need them are skipped
-# and say why.
-system-deps:
+# Best effort: install the Debian packages of the commands that are missing, where this is root with apt-get.
+# $(1): command:package pairs; $(2): the target's name; $(3): what happens without them (no commas).
+define apt_install
 	@missing=""; \
-	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
-	command -v unshare >/dev/null 2>&1 || missing="$$missing util-linux"; \
-	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
-	command -v docker-compose >/dev/null 2>&1 || missing="$$missing docker-compose"; \
+	for pair in $(1); do command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; done; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
-			|| echo "system-deps: could not install$$missing; the sandbox tests will be skipped"; \
+			|| echo "$(2): could not install$$missing; $(3)"; \
 	else \
-		echo "system-deps: missing$$missing (needs root and apt-get); the sandbox tests will be skipped"; \
+		echo "$(2): missing$$missing (needs root and apt-get); $(3)"; \
 	fi
+endef
 
-serve: setup
+# The sandbox that serve, worker and eval run submissions in: bubblewrap, else util-linux's unshare.
+SANDBOX_TOOLS ?= bwrap:bubblewrap unshare:util-linux
+# Only the tests need these: the page tests Debian's chromium, the compose-file check Debian's docker-compose.
+TEST_TOOLS ?= chromium:chromium docker-compose:docker-compose
+
+sandbox-deps:
+	$(call apt_install,$(SANDBOX_TOOLS),sandbox-deps,without a working sandbox kernelgrade refuses to grade and the sandbox tests are skipped (README: Sandboxing))
+
+# Where they cannot be installed (not root, no apt-get, no network) the tests that need them are skipped
+# and say why.
+system-deps: sandbox-deps
+	$(call apt_install,$(TEST_TOOLS),system-deps,the page and compose-file tests will be skipped)
+
+serve: setup sandbox-deps
 	$(BIN)/kernelgrade serve
 
 lint: setup

@@ -116,7 +116,8 @@ def main() -> int:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="kg-accept-"))
     cache, work = args.cache or root / "cache", root / "work"
-    launcher = make_launcher(args.sandbox)
+    # The repository's own cases, trusted: --sandbox none is the operator's explicit choice.
+    launcher = make_launcher(args.sandbox, allow_unsandboxed=True)
     sources = {s: (CASES / f"seed_{s}" / "submission.py").read_text() for s in SEEDS}
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=len(sources)) as pool:  # compile all seeds at once: 16 cores here

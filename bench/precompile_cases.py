@@ -35,7 +35,7 @@ def build(folder: Path, problem: ProblemSpec, cache: Path, work: Path) -> tuple[
     request = EvalRequest(problem=problem, submission=(folder / "submission.py").read_text(), cache_dir=cache,
                           work_root=work, compile_jobs=2)
     started = time.monotonic()
-    outcome = precompile(request, make_launcher("none"))
+    outcome = precompile(request, make_launcher("none", allow_unsandboxed=True))  # the repository's own cases
     return folder.name, outcome, time.monotonic() - started
 
 

@@ -33,10 +33,15 @@ class Case:
     code: str | None
     finding: str | None
     message_contains: str | None
+    # Text that must appear nowhere in the failure's message and detail or in the compile log (a host
+    # file's contents that a compiler error would quote).
+    message_absent: str | None
     timing: bool
     sandbox: str
     # What the grader's side holds while the case runs (adversarial cases try to reach it):
     # {"environment": {NAME: VALUE}, "work_root_files": {RELATIVE_PATH: TEXT}, "listen_tcp": [PORT, ...]},
+    # "data_dir_files": {RELATIVE_PATH: TEXT} in the data dir holding the work root (hidden from children
+    # as the service hides its own), "cache_files": {RELATIVE_PATH: TEXT} in the compile cache,
     # and "sandbox_memory_mib": a memory cap small enough to be reached within the test's call deadline.
     setup: dict[str, Any] = field(default_factory=dict)
 
@@ -44,8 +49,9 @@ class Case:
     def read(cls, folder: Path) -> Case:
         expected = json.loads((folder / "expected.json").read_text())
         return cls(folder.name, folder, Verdict(expected["verdict"]), expected.get("code"), expected.get("finding"),
-                   expected.get("message_contains"), bool(expected.get("timing", False)),
-                   str(expected.get("sandbox", "auto")), dict(expected.get("setup", {})))
+                   expected.get("message_contains"), expected.get("message_absent"),
+                   bool(expected.get("timing", False)), str(expected.get("sandbox", "auto")),
+                   dict(expected.get("setup", {})))
 
     def problem(self):  # type: ignore[no-untyped-def]
         local = self.folder / "problem.py"
@@ -70,7 +76,8 @@ def _cases() -> list[pytest.param]:  # type: ignore[valid-type]
 def test_case_gets_expected_verdict(case: Case, make_request: RequestFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     source = (case.folder / "submission.py").read_bytes().decode("utf-8", errors="surrogateescape")
     request = make_request(case.problem(), source, measure_timing=case.timing)
-    launcher = _launcher(case)
+    launcher = _launcher(case, data_dir=request.work_root.parent)
+    _plant(case.setup.get("cache_files", {}), request.cache_dir)
     with _arranged(case.setup, request.work_root, monkeypatch):
         result = evaluate(request, launcher)
     explanation = f"{result.verdict}: {result.failure}\nfindings: {result.findings}\n{result.child_output[-2000:]}"
@@ -79,6 +86,11 @@ def test_case_gets_expected_verdict(case: Case, make_request: RequestFactory, mo
         assert result.failure is not None and result.failure.code == case.code, explanation
     if case.message_contains:
         assert result.failure is not None and case.message_contains in result.failure.message, explanation
+    if case.message_absent:
+        failure = result.failure
+        shown = {"message": failure.message if failure else "", "detail": failure.detail if failure else "",
+                 "compile log": result.compile_log}
+        assert not [k for k, text in shown.items() if case.message_absent in text], f"{shown}\n{explanation}"
     if case.finding:
         assert case.finding in {f.code for f in result.findings}, explanation
     if case.verdict is Verdict.CORRECT:
@@ -87,9 +99,14 @@ def test_case_gets_expected_verdict(case: Case, make_request: RequestFactory, mo
             assert result.speedup is not None and result.speedup > 0
 
 
-def _launcher(case: Case) -> Launcher:
+def _launcher(case: Case, data_dir: Path) -> Launcher:
     memory_mib = case.setup.get("sandbox_memory_mib")
-    options = SandboxOptions(memory_bytes=int(memory_mib) * 1024 * 1024) if memory_mib else None
+    chosen: dict[str, Any] = {"memory_bytes": int(memory_mib) * 1024 * 1024} if memory_mib else {}
+    if case.setup.get("data_dir_files"):
+        # The service hides its data dir (database, other jobs' files) from every child; so does this case.
+        _plant(case.setup["data_dir_files"], data_dir)
+        chosen["hidden"] = (data_dir,)
+    options = SandboxOptions(**chosen) if chosen else None
     try:
         launcher = make_launcher(case.sandbox, options=options)
     except SandboxUnavailable as exc:
@@ -105,9 +122,7 @@ def _arranged(setup: dict[str, Any], work_root: Path, monkeypatch: pytest.Monkey
     secrets = dict(setup.get("environment", {}))
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
-    for relative, text in setup.get("work_root_files", {}).items():
-        (work_root / relative).parent.mkdir(parents=True, exist_ok=True)
-        (work_root / relative).write_text(text)
+    _plant(setup.get("work_root_files", {}), work_root)
     with contextlib.ExitStack() as stack:
         for port in setup.get("listen_tcp", []):
             with contextlib.suppress(OSError):  # taken: a real service listens there, which serves as well
@@ -115,6 +130,12 @@ def _arranged(setup: dict[str, Any], work_root: Path, monkeypatch: pytest.Monkey
         if secrets:
             stack.enter_context(_process_holding(secrets))
         yield
+
+
+def _plant(files: dict[str, str], folder: Path) -> None:
+    for relative, text in files.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text)
 
 
 @contextlib.contextmanager

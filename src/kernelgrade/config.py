@@ -28,10 +28,15 @@ class Settings:
     port: int = 8000
     # Mixed into the seeds of secret correctness trials and timing inputs; keep it private per deployment.
     seed_secret: str = ""
-    # auto | bwrap | unshare | none
+    # auto (the strongest that works here: bwrap, else unshare) | bwrap | unshare | none
     sandbox: str = "auto"
-    # The weakest sandbox level the operator accepts: none < unshare < bwrap.
+    # The weakest sandbox level the operator accepts: none < unshare < bwrap. `none` is accepted only
+    # together with allow_unsandboxed.
     sandbox_minimum: str = "none"
+    # The explicit opt-out that lets submissions run with no sandbox at all (KERNELGRADE_SANDBOX=none, or
+    # auto where no sandbox works): they can then read what the service's user can read and reach local
+    # servers. Without it, serve, worker and eval refuse to run submissions unsandboxed.
+    allow_unsandboxed: bool = False
     # local | celery
     dispatch: str = "local"
     broker_url: str = "redis://127.0.0.1:6379/0"
@@ -132,4 +137,6 @@ def _parse(kind: Any, raw: str) -> Any:
         return int(raw)
     if name == "float":
         return float(raw)
+    if name == "bool":
+        return _truthy(raw)
     return raw

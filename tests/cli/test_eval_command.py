@@ -16,8 +16,8 @@ HONEST = CASES / "ignores_own_get_inputs" / "submission.py"
 WRONG = CASES / "wrong_dtype" / "submission.py"
 
 
-def kernelgrade(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KERNELGRADE_DATA_DIR": str(data_dir)}
+def kernelgrade(*args: str, data_dir: Path, **settings: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KERNELGRADE_DATA_DIR": str(data_dir), **settings}
     return subprocess.run([sys.executable, "-m", "kernelgrade.cli", *args], capture_output=True, text=True,
                           env=env, timeout=600, check=False)
 
@@ -72,3 +72,19 @@ def test_usage_errors_exit_2_with_a_message(args: tuple[str, ...], data_dir: Pat
     done = kernelgrade(*args, data_dir=data_dir)
     assert done.returncode == 2
     assert any(line.startswith("error: ") for line in done.stderr.splitlines()), done.stderr
+
+
+def test_no_sandbox_is_refused_without_the_opt_out(data_dir: Path) -> None:
+    done = kernelgrade("eval", "add_relu", str(HONEST), "--no-timing", "--sandbox", "none", data_dir=data_dir)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "apt-get install bubblewrap" in done.stderr and "KERNELGRADE_ALLOW_UNSANDBOXED=1" in done.stderr
+
+
+def test_an_unsandboxed_run_says_so_in_the_table_json_and_stderr(data_dir: Path) -> None:
+    opted_out = {"KERNELGRADE_SANDBOX": "none", "KERNELGRADE_ALLOW_UNSANDBOXED": "1"}
+    table = kernelgrade("eval", "add_relu", str(HONEST), "--no-timing", data_dir=data_dir, **opted_out)
+    assert table.returncode == 0, table.stderr
+    assert "warning     UNSANDBOXED" in table.stdout and "warning: UNSANDBOXED" in table.stderr
+    as_json = kernelgrade("eval", "add_relu", str(HONEST), "--no-timing", "--json", data_dir=data_dir, **opted_out)
+    result = json.loads(as_json.stdout)
+    assert result["environment"]["sandbox"] == "none" and result["warnings"][0].startswith("UNSANDBOXED")

@@ -27,7 +27,7 @@ from kernelgrade.evaluator.child_process import ChildGone, ChildProcess
 from kernelgrade.evaluator.gpu_nodes import GpuAccess, GpuNodesError
 from kernelgrade.evaluator.isolation import UID_BASE, Identity, SandboxOptions
 from kernelgrade.evaluator.launcher import ChildSpec, Launcher, ResourceLimits
-from kernelgrade.evaluator.sandbox import SandboxUnavailable, make_launcher, probe_level
+from kernelgrade.evaluator.sandbox import SandboxUnavailable, UnsandboxedRefused, make_launcher, probe_level
 from kernelgrade.evaluator.unshare import UnshareLauncher
 
 MiB = 1024**2
@@ -338,7 +338,7 @@ sys.stderr.flush()
 def test_levels_are_reported(sandbox: Sandbox) -> None:
     name = "bwrap" if sandbox.launcher.level == "bwrap" else "unshare"
     assert sandbox.launcher.level == name
-    assert make_launcher("none").level == "none"
+    assert make_launcher("none", allow_unsandboxed=True).level == "none"
 
 
 def test_auto_picks_bwrap_where_it_works(bwrap: Sandbox) -> None:
@@ -357,7 +357,17 @@ def test_minimum_that_cannot_be_met_is_refused(tmp_path: Path) -> None:
         make_launcher("auto", "unshare", options)
     with pytest.raises(SandboxUnavailable, match="below the required minimum"):
         make_launcher("none", "bwrap")
-    assert make_launcher("auto", "none", options).level == "none"
+    assert make_launcher("auto", "none", options, allow_unsandboxed=True).level == "none"
+
+
+def test_no_sandbox_only_with_the_explicit_opt_out(tmp_path: Path) -> None:
+    broken = tmp_path / "missing-bwrap"
+    options = SandboxOptions(bwrap=str(broken), unshare=str(broken))
+    with pytest.raises(UnsandboxedRefused, match="apt-get install bubblewrap"):
+        make_launcher("none")
+    with pytest.raises(UnsandboxedRefused, match="no sandbox works here"):
+        make_launcher("auto", options=options)
+    assert make_launcher("none", allow_unsandboxed=True).level == "none"
 
 
 def test_probe_runs_once_per_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -487,3 +497,43 @@ out["nodes"] = sorted(n for n in glob.glob("/dev/nvidia[0-9]*"))
     assert out["count"] == 1 and out["sum"] == 2048.0
     assert out["uuid"] == str(torch.cuda.get_device_properties(index).uuid)
     assert len(out["nodes"]) == 1, f"the child can open other GPUs' nodes: {out['nodes']}"
+
+
+def test_an_interpreter_under_a_private_home_is_reached_without_opening_the_home(
+        sandbox: Sandbox, work_dir: Path, tmp_path: Path) -> None:
+    """The venv of `make serve` under a root judge's 0700 home: the child (another uid) must run that
+    interpreter and see exactly its prefix, and nothing else of the home."""
+    if os.geteuid() != 0:
+        pytest.skip("only a root judge's child runs under another uid, which a 0700 home keeps out")
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "credentials.txt").write_text("the operator's private file")
+    venv = home / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    code = snippet(f"""
+out["prefix"] = sys.prefix
+out["home"] = sorted(os.listdir({str(home)!r}))
+out["credentials"] = os.path.exists({str(home / "credentials.txt")!r})
+""")
+    spec = ChildSpec((str(venv / "bin" / "python"), "-s", "-c", code), child_env(work_dir, work_dir, {}), work_dir,
+                     readable=(package_root(), venv), hidden=(work_dir.parent,))
+    child = ChildProcess(sandbox.launcher.popen(spec))
+    try:
+        out = child.receive(60)
+    except ChildGone:
+        pytest.fail(f"the interpreter under a 0700 home did not start: {child.log.text()[-2000:]}")
+    finally:
+        child.kill()
+    assert out == {"prefix": str(venv), "home": ["venv"], "credentials": False}
+
+
+def test_bwrap_child_sees_no_host_accounts_or_other_roots(bwrap: Sandbox, work_dir: Path) -> None:
+    out = run(bwrap, work_dir, snippet("""
+out["root"] = sorted(os.listdir("/"))
+out["passwd"] = open("/etc/passwd").read()
+out["hosts"] = os.path.exists("/etc/hosts") or os.path.exists("/etc/hostname")
+out["uid_name"] = __import__("pwd").getpwuid(os.getuid()).pw_name
+"""))
+    assert "root:" not in out["passwd"] and out["uid_name"] == "kernelgrade"
+    assert out["hosts"] is False
+    assert not {"home", "var", "srv", "run", "mnt", "boot"} & set(out["root"]), out["root"]

@@ -93,7 +93,8 @@ def tmp_file(server: ServeProcess, name: str, text: str) -> Path:
 def unsandboxed(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServeProcess]:
     """No sandbox, so that the submission can log its forward() calls to a file the test reads."""
     with fresh_database_url(request.param, tmp_path) as url:
-        server = ServeProcess(tmp_path, {**SETTINGS, "KERNELGRADE_DATABASE_URL": url, "KERNELGRADE_SANDBOX": "none"})
+        server = ServeProcess(tmp_path, {**SETTINGS, "KERNELGRADE_DATABASE_URL": url, "KERNELGRADE_SANDBOX": "none",
+                                                "KERNELGRADE_ALLOW_UNSANDBOXED": "1"})
         try:
             yield server.start()
         finally:

@@ -39,7 +39,7 @@ def test_a_grader_fault_is_retried_up_to_the_cap_then_reported(database: Databas
         problem = upsert_problem(session, broken).problem
     view = add_submission(database, problem, CORRECT)
     settings = base_settings(tmp_path, database_url, local_judges=-1, max_attempts=2, poll_seconds=0.2,
-                             sandbox="none")
+                             sandbox="none", allow_unsandboxed=True)
     pool = WorkerPool.start(settings, database)
     try:
         with database.session() as session:
@@ -63,7 +63,8 @@ def test_stopping_hands_the_running_job_back_uncharged(database: Database, datab
         problem = latest_problem(session, "add_relu")
     assert problem is not None
     view = add_submission(database, problem, slow_correct("/dev/null", 0.3))
-    settings = base_settings(tmp_path, database_url, local_judges=-1, poll_seconds=0.2, sandbox="none")
+    settings = base_settings(tmp_path, database_url, local_judges=-1, poll_seconds=0.2, sandbox="none",
+                             allow_unsandboxed=True)
     pool = WorkerPool.start(settings, database)
     try:
         wait_until(lambda: _evaluation(database, view.submission.id).status is JobStatus.RUNNING, JOB_S, "running")

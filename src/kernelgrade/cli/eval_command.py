@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from kernelgrade.cli.report import junit_xml, verdict_table
+from kernelgrade.cli.report import junit_xml, result_warnings, verdict_table
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -41,7 +42,11 @@ def run(args: argparse.Namespace) -> int:
     except GradingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(result.to_json() if args.json else verdict_table(result, str(args.submission)))
+    warnings = result_warnings(result)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(json.dumps({**result.to_json_dict(), "warnings": warnings}, indent=2) if args.json
+          else verdict_table(result, str(args.submission)))
     if args.junit:
         args.junit.write_text(junit_xml(result, str(args.submission), args.min_speedup))
     return exit_code(result.verdict.value, result.speedup, args.min_speedup)

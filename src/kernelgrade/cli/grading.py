@@ -16,8 +16,9 @@ from kernelgrade.evaluator import (
     TrialPlan,
     evaluate,
 )
-from kernelgrade.evaluator.sandbox import SandboxOptions, SandboxUnavailable, make_launcher
+from kernelgrade.evaluator.sandbox import SandboxUnavailable
 from kernelgrade.problems import ProblemFormatError
+from kernelgrade.sandbox_policy import settings_launcher
 
 # For smoke tests and CI gates that only need a rough speedup: every timing phase stops after 3 s of wall
 # time instead of TIMING.md's 30 s, which matters on CPU problems that never reach the precision target.
@@ -46,9 +47,7 @@ def grade_file(problem_ref: str, submission: Path, *, device: str | None = None,
     kind, index = _device(device, problem.device)
     _require_device(kind, index)
     try:
-        # The data dir holds the database and other jobs' files: hidden from the children.
-        options = SandboxOptions(hidden=(settings.data_dir,))
-        launcher = make_launcher(sandbox or settings.sandbox, settings.sandbox_minimum, options)
+        launcher = settings_launcher(settings, sandbox)
     except SandboxUnavailable as exc:
         raise GradingError(str(exc)) from exc
     request = EvalRequest(

@@ -5,11 +5,18 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from kernelgrade.evaluator import BaselineStatus, EvalResult, TimingStats, Verdict
+from kernelgrade.sandbox_policy import UNSANDBOXED_WARNING, unsandboxed
+
+
+def result_warnings(result: EvalResult) -> list[str]:
+    """What a reader of the result must not miss; today, that it ran with no sandbox."""
+    return [UNSANDBOXED_WARNING] if result.environment and unsandboxed(result.environment.sandbox) else []
 
 
 def verdict_table(result: EvalResult, submission: str) -> str:
     lines = [f"submission  {submission}", f"problem     {result.problem}  ({result.precision})",
              f"verdict     {result.verdict.value.upper()}"]
+    lines += [f"warning     {warning}" for warning in result_warnings(result)]
     if result.failure:
         lines.append(f"reason      [{result.failure.stage.value}/{result.failure.code}] {result.failure.message}")
     if result.trials:
@@ -97,6 +104,7 @@ def junit_xml(result: EvalResult, submission: str, min_speedup: float | None) ->
 
 def _properties(result: EvalResult) -> list[tuple[str, str]]:
     properties = [("verdict", result.verdict.value), ("speedup", _num(result.speedup))]
+    properties += [("warning", warning) for warning in result_warnings(result)]
     if result.compiled_baseline is not None:
         properties += [("speedup_vs_compiled", _num(result.speedup_vs_compiled)),
                        ("compiled_baseline", result.compiled_baseline.status.value),

@@ -260,6 +260,9 @@ def _verdict_summary(submission: dict[str, Any]) -> str:
     if failure:
         lines.append(f"reason      [{failure['stage']}/{failure['code']}] {failure['message']}")
     lines.append(f"attempts    {evaluation.get('attempts')}  device {evaluation.get('device_class')}")
+    warning = (evaluation.get("environment") or {}).get("warning")
+    if warning:
+        lines.append(f"warning     {warning}")
     return "\n".join(lines)
 
 

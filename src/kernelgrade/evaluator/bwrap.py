@@ -1,26 +1,40 @@
 """The bubblewrap launcher, the strongest sandbox level (THREATS.md, "The sandbox").
 
 Each child gets: new pid, network, ipc, uts and cgroup namespaces (no network at all, only a loopback of
-its own); the host's root read-only; an empty, read-only /tmp; a private /dev/shm; a minimal /dev plus,
-for a run child, exactly the device nodes of its one GPU; its work dir and build dir writable (and
-nothing else but /dev/shm), bound at their own paths so absolute paths stay valid; the directories shared
-with other jobs, the judge's home and the host's socket directories covered by empty read-only tmpfs; an
-unprivileged uid (isolation.py); resource limits and cgroups (sandbox_init.py, cgroups.py).
---die-with-parent and the pid namespace make the judge's process-group kill reach everything inside.
+its own); an empty read-only root holding only the host paths it uses (child_roots.py: /usr, the
+interpreter, site-packages, the toolchain, a few /etc entries), each bound read-only, and a passwd and
+group naming only itself; an empty, read-only /tmp; a private /dev/shm; a minimal /dev plus, for a run
+child, exactly the device nodes of its one GPU; its work dir and build dir writable (and nothing else but
+/dev/shm), bound at their own paths so absolute paths stay valid; the directories shared with other jobs,
+the judge's home and the host's socket directories covered by empty read-only tmpfs wherever a bound root
+would show them; an unprivileged uid (isolation.py); resource limits and cgroups (sandbox_init.py,
+cgroups.py). --die-with-parent and the pid namespace make the judge's process-group kill reach everything
+inside.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
-import stat
 import subprocess
-import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from kernelgrade.evaluator import cgroups
+from kernelgrade.evaluator.child_env import child_env, package_root
+from kernelgrade.evaluator.child_roots import (
+    SOCKET_DIRS,
+    child_roots,
+    covered_ops,
+    describe_roots,
+    existing,
+    home_dirs,
+    outermost,
+    under_any,
+    unreachable_ancestors,
+)
 from kernelgrade.evaluator.gpu_nodes import gpu_access
 from kernelgrade.evaluator.isolation import (
     Identity,
@@ -35,17 +49,14 @@ from kernelgrade.evaluator.isolation import (
 )
 from kernelgrade.evaluator.launcher import ChildSpec, child_environment
 
+__all__ = ["BwrapLauncher", "BwrapMissing", "identity_files", "outermost", "view_args"]
+
 MiB = 1024**2
 # /tmp is private and ends read-only (TMPDIR is the work dir); it only holds the mount points leading to
 # the work dir, so it needs next to no room.
 TMP_BYTES = 1 * MiB
 # PyTorch's shared-memory tensors use /dev/shm; a single-process run child needs little of it.
 SHM_BYTES = 512 * MiB
-# Host directories of local services' sockets (Postgres, MySQL, D-Bus, Docker): a unix socket can still
-# be connected to through a read-only mount, so these are hidden, not merely read-only.
-SOCKET_DIRS = (Path("/run"), Path("/var/run"))
-# Environment variables naming directories the child's compilers and libraries come from.
-TOOL_DIR_VARIABLES = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDNN_HOME")
 
 
 class BwrapMissing(Exception):
@@ -76,13 +87,17 @@ class BwrapLauncher:
     def popen(self, spec: ChildSpec) -> SandboxedPopen:
         who = identity(self.options)
         hand_over(spec.work_dir, spec.writable, who)
-        args, env = self.command(spec, who)
-        return start(args, spec, env, self.cgroups, self.options, signal_statuses=True)
+        with _data_pipes(identity_files(who, spec.work_dir)) as data_fds:
+            args, env = self.command(spec, who, data_fds)
+            return start(args, spec, env, self.cgroups, self.options, signal_statuses=True,
+                         pass_fds=tuple(fd for fd, _ in data_fds))
 
-    def command(self, spec: ChildSpec, who: Identity) -> tuple[list[str], dict[str, str]]:
-        """The bwrap command line and environment for one child (without its cgroup step)."""
+    def command(self, spec: ChildSpec, who: Identity, data_fds: Sequence[tuple[int, str]] = ()
+                ) -> tuple[list[str], dict[str, str]]:
+        """The bwrap command line and environment for one child (without its cgroup step); `data_fds`:
+        (readable descriptor, path) of files bwrap copies into the child's view."""
         env = child_environment(spec, os.environ)
-        args = [self.bwrap, *self._namespace_args(who), *self._filesystem_args(spec, who)]
+        args = [self.bwrap, *self._namespace_args(who), *self._filesystem_args(spec, who, data_fds)]
         if spec.gpu_index is not None:
             access = gpu_access(spec.gpu_index, os.environ)
             args += [a for node in access.nodes for a in ("--dev-bind", str(node), str(node))]
@@ -93,8 +108,10 @@ class BwrapLauncher:
     def features(self) -> tuple[str, ...]:
         user = describe_user(self.options)
         memory = self.cgroups.describe() if self.cgroups else "cgroups disabled by the operator"
-        return (f"bwrap {self.bwrap}", "network: none", "filesystem: read-only root and /tmp",
-                user, memory, "rlimits: NOFILE, FSIZE, CORE=0, NPROC, CPU for builds")
+        view = describe_roots(child_roots(child_env(Path("/"), Path("/"), {}), (package_root(),)))
+        return (f"bwrap {self.bwrap}", "network: none", "filesystem: only the paths it uses, read-only; empty /tmp",
+                f"read-only view: {', '.join(view)}", user, memory,
+                "rlimits: NOFILE, FSIZE, CORE=0, NPROC, CPU for builds")
 
     def _namespace_args(self, who: Identity) -> list[str]:
         args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
@@ -111,84 +128,54 @@ class BwrapLauncher:
         sized = ["--size", str(size)] if "--size" in _help_text(self.bwrap) else []
         return ["--perms", "1777", *sized, "--tmpfs", path]
 
-    def _filesystem_args(self, spec: ChildSpec, who: Identity) -> list[str]:
-        base = ["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
-                *self._tmpfs("/tmp", TMP_BYTES), *self._tmpfs("/dev/shm", SHM_BYTES)]
-        readable = outermost(_existing([*spec.readable, *python_dirs(), *_tool_dirs(spec)]))
-        writable = _existing([spec.work_dir, *spec.writable])
-        covers = self._covers(spec, who, [*readable, *writable])
+    def _filesystem_args(self, spec: ChildSpec, who: Identity, data_fds: Sequence[tuple[int, str]] = ()
+                         ) -> list[str]:
+        # No bind of the host's /: the root is bwrap's empty tmpfs, holding only what child_roots names.
+        base = ["--proc", "/proc", "--dev", "/dev", *self._tmpfs("/tmp", TMP_BYTES),
+                *self._tmpfs("/dev/shm", SHM_BYTES)]
+        roots = child_roots(spec.env, spec.readable, gpu=spec.gpu_index is not None)
+        writable = existing([spec.work_dir, *spec.writable])
+        covers = self._covers(spec, who, [*roots.paths, *writable], roots.paths)
         # /tmp ends read-only: TMPDIR is the work dir, so the child's only writable places are its work dir,
         # its build dir and /dev/shm (kept for shared-memory tensors; memory the cgroup counts).
-        view = view_args(covers, readable, writable, [Path("/tmp"), Path("/dev/shm")])
-        return [*base, *view, "--remount-ro", "/tmp"]
+        view = view_args(covers, roots.paths, writable, [Path("/"), Path("/tmp"), Path("/dev/shm")])
+        links = [a for target, path in roots.links for a in ("--symlink", target, str(path))]
+        data = [a for fd, dest in data_fds for a in ("--perms", "0644", "--ro-bind-data", str(fd), dest)]
+        return [*base, *view, *links, *data, "--remount-ro", "/tmp", "--remount-ro", "/"]
 
-    def _covers(self, spec: ChildSpec, who: Identity, needed: list[Path]) -> list[Path]:
-        wanted = {*self.options.hidden, *spec.hidden, *SOCKET_DIRS, *_home()}
+    def _covers(self, spec: ChildSpec, who: Identity, needed: list[Path], roots: Sequence[Path]) -> list[Path]:
+        """What must be hidden inside the bound roots: the shared directories, the judge's home, socket
+        directories, and (a root judge) directories its child could not pass through on the host."""
+        wanted = {*self.options.hidden, *spec.hidden, *SOCKET_DIRS, *home_dirs()}
         if who.drop:
-            wanted |= unreachable_ancestors(needed, who)
-        return outermost(p for p in _existing(wanted) if p != Path("/")
-                         and not _under_any(p, [Path("/tmp"), Path("/dev/shm")]))
+            wanted |= unreachable_ancestors(needed, who.uid, who.gid)
+        inside = [p for p in existing(wanted) if any(r in p.parents for r in roots)]
+        return outermost(p for p in inside if not under_any(p, [Path("/tmp"), Path("/dev/shm")]))
 
 
-def _home() -> list[Path]:
-    """The judge's home (keys, credentials, shell history): hidden like the shared directories."""
+def identity_files(who: Identity, home: Path) -> list[tuple[str, bytes]]:
+    """A passwd and group naming only the child itself: tools that look the uid up find it, and nothing
+    of the host's accounts shows."""
+    passwd = f"kernelgrade:x:{who.uid}:{who.gid}:kernelgrade sandbox:{home}:/usr/sbin/nologin\n"
+    return [("/etc/passwd", passwd.encode()), ("/etc/group", f"kernelgrade:x:{who.gid}:\n".encode())]
+
+
+@contextlib.contextmanager
+def _data_pipes(files: Sequence[tuple[str, bytes]]) -> Iterator[list[tuple[int, str]]]:
+    """Each file's content in a pipe for bwrap's --ro-bind-data; the judge's ends are closed on leaving,
+    once the child holds its own copies. The contents are far below a pipe's buffer, so writing first
+    cannot block."""
+    fds: list[tuple[int, str]] = []
     try:
-        return [Path.home()]
-    except (RuntimeError, KeyError):
-        return []
-
-
-def python_dirs() -> list[Path]:
-    """Where the child's interpreter and its packages live (a virtualenv and the Python it was made from)."""
-    exe = Path(os.path.realpath(sys.executable))
-    return [Path(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}] + [exe.parent]
-
-
-def _tool_dirs(spec: ChildSpec) -> list[Path]:
-    values = [spec.env.get(name, "") for name in TOOL_DIR_VARIABLES]
-    values += spec.env.get("LD_LIBRARY_PATH", "").split(":")
-    return [Path(v) for v in values if v.startswith("/")]
-
-
-def _existing(paths: Iterable[Path]) -> list[Path]:
-    resolved = {Path(os.path.realpath(p)) for p in paths}
-    return sorted(p for p in resolved if p.is_dir())
-
-
-def _under_any(path: Path, roots: Sequence[Path]) -> bool:
-    return any(path == r or r in path.parents for r in roots)
-
-
-def outermost(paths: Iterable[Path]) -> list[Path]:
-    """The paths not inside another of them: covering a directory already covers what is inside it."""
-    unique = sorted(set(paths), key=lambda p: len(p.parts))
-    kept: list[Path] = []
-    for path in unique:
-        if not _under_any(path, kept):
-            kept.append(path)
-    return kept
-
-
-def unreachable_ancestors(paths: Iterable[Path], who: Identity) -> set[Path]:
-    """For each path, the topmost directory above it that the sandbox uid may not pass through (a root
-    judge's 0700 home holding the interpreter, say). Covering it and binding the path back gives the child
-    a way in without opening the rest of that directory."""
-    found: set[Path] = set()
-    for path in paths:
-        for ancestor in reversed(path.parents[:-1]):  # from just below / down to the parent
-            if not _traversable(ancestor, who):
-                found.add(ancestor)
-                break
-    return found
-
-
-def _traversable(directory: Path, who: Identity) -> bool:
-    info = directory.stat()
-    if info.st_uid == who.uid:
-        return bool(info.st_mode & stat.S_IXUSR)
-    if info.st_gid == who.gid:
-        return bool(info.st_mode & stat.S_IXGRP)
-    return bool(info.st_mode & stat.S_IXOTH)
+        for dest, content in files:
+            read_end, write_end = os.pipe()
+            fds.append((read_end, dest))
+            os.write(write_end, content)
+            os.close(write_end)
+        yield fds
+    finally:
+        for fd, _ in fds:
+            os.close(fd)
 
 
 def view_args(covers: Sequence[Path], readable: Sequence[Path], writable: Sequence[Path],
@@ -196,27 +183,26 @@ def view_args(covers: Sequence[Path], readable: Sequence[Path], writable: Sequen
     """bwrap arguments that cover, then bind back, in order of depth so that deeper mounts land on top.
     Directories leading to a mount point inside a tmpfs are made 0755: bwrap's own would be 0700, which a
     dropped uid cannot pass."""
-    ops = [(p, "tmpfs") for p in covers] + [(p, "rw") for p in writable]
-    ops += [(p, "ro") for p in readable if _under_any(p, [*covers, *tmpfs_roots]) and p not in writable]
-    ops.sort(key=lambda op: (len(op[0].parts), op[1] != "tmpfs"))
     args: list[str] = []
     mounted, made = list(tmpfs_roots), set[Path]()
-    for path, kind in ops:
-        args += _parent_dirs(path, mounted, made)
+    binds: list[Path] = []
+    for path, kind in covered_ops(covers, readable, writable, tmpfs_roots):
+        args += _parent_dirs(path, mounted, binds, made)
         flag = {"tmpfs": "--tmpfs", "rw": "--bind", "ro": "--ro-bind"}[kind]
         args += ["--perms", "0755", flag, str(path)] if kind == "tmpfs" else [flag, str(path), str(path)]
-        if kind == "tmpfs":
-            mounted.append(path)
+        (mounted if kind == "tmpfs" else binds).append(path)
     for path in covers:
         args += ["--remount-ro", str(path)]
     return args
 
 
-def _parent_dirs(path: Path, mounted: Sequence[Path], made: set[Path]) -> list[str]:
-    inside = [m for m in mounted if m in path.parents]
+def _parent_dirs(path: Path, mounted: Sequence[Path], binds: Sequence[Path], made: set[Path]) -> list[str]:
+    inside = [m for m in [*mounted, *binds] if m in path.parents]
     if not inside:
         return []  # the mount point is on the host's (read-only) root and exists already
     root = max(inside, key=lambda m: len(m.parts))
+    if root in binds:
+        return []  # inside a bound host directory, where the directories leading to it exist
     args: list[str] = []
     for directory in reversed(path.parents):
         if root in directory.parents and directory not in made:

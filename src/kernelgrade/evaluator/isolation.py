@@ -182,14 +182,16 @@ class SandboxedPopen(subprocess.Popen[bytes]):
 
 
 def start(argv: Sequence[str], spec: ChildSpec, env: dict[str, str], support: CgroupSupport | None,
-          options: SandboxOptions, signal_statuses: bool = False) -> SandboxedPopen:
-    """Start argv in its own process group, inside fresh cgroups joined before anything else runs."""
+          options: SandboxOptions, signal_statuses: bool = False, pass_fds: Sequence[int] = ()) -> SandboxedPopen:
+    """Start argv in its own process group, inside fresh cgroups joined before anything else runs;
+    `pass_fds` stay open in it (data the launcher hands over), every other descriptor is closed."""
     cgroup = ChildCgroup(support, memory_for(spec, options), processes_for(spec, options)) if support else None
     if cgroup is not None and cgroup.dirs:
         argv = helper_argv({"cgroups": cgroup.procs_files}, argv)
     try:
         proc = SandboxedPopen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              cwd=spec.work_dir, env=env, start_new_session=True, close_fds=True)
+                              cwd=spec.work_dir, env=env, start_new_session=True, close_fds=True,
+                              pass_fds=tuple(pass_fds))
     except BaseException:
         if cgroup is not None:
             cgroup.release()

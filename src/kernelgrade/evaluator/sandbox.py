@@ -8,7 +8,9 @@ runs once per process and level.
     launcher = make_launcher(settings.sandbox, settings.sandbox_minimum, SandboxOptions(hidden=(data_dir,)))
 
 raises SandboxUnavailable when the named level (or, for `auto`, any level at or above the minimum) cannot
-be had; a service should refuse to start on it. `describe_launcher` says what a launcher isolates.
+be had; a service should refuse to start on it. `none` is never chosen by accident: asked for by name, or
+as the last resort of `auto`, it needs `allow_unsandboxed=True`, the caller's record of an operator's
+explicit opt-out. `describe_launcher` says what a launcher isolates.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from kernelgrade.evaluator.isolation import SandboxOptions
 from kernelgrade.evaluator.launcher import ChildSpec, Launcher, SubprocessLauncher
 from kernelgrade.evaluator.unshare import UnshareLauncher, UnshareMissing
 
-__all__ = ["LEVELS", "SandboxOptions", "SandboxUnavailable", "describe_launcher", "make_launcher", "probe_level"]
+__all__ = ["LEVELS", "SandboxOptions", "SandboxUnavailable", "UnsandboxedRefused", "describe_launcher", "make_launcher",
+           "probe_level"]
 
 LEVELS = ("none", "unshare", "bwrap")
 # Starting Python in a fresh sandbox takes well under a second; this allows a cold disk cache on a busy host.
@@ -39,8 +42,16 @@ _PROBE_CODE = ("import json, os; print(json.dumps({'net': os.readlink('/proc/sel
                " flush=True)")
 
 
+INSTALL_HINT = ("install bubblewrap (as root: apt-get install bubblewrap; `make serve` run as root installs it),"
+                " or run the judge where user namespaces are allowed so that util-linux unshare works")
+
+
 class SandboxUnavailable(Exception):
     """The requested (or required) isolation cannot be had on this machine."""
+
+
+class UnsandboxedRefused(SandboxUnavailable):
+    """No sandbox would isolate the submissions, and running them without one was not explicitly allowed."""
 
 
 _BUILDERS: dict[str, Callable[[SandboxOptions], Launcher]] = {
@@ -52,7 +63,8 @@ _probes: dict[tuple[str, SandboxOptions], str] = {}
 _probe_lock = threading.Lock()
 
 
-def make_launcher(name: str = "auto", minimum: str = "none", options: SandboxOptions | None = None) -> Launcher:
+def make_launcher(name: str = "auto", minimum: str = "none", options: SandboxOptions | None = None, *,
+                  allow_unsandboxed: bool = False) -> Launcher:
     options = options or SandboxOptions()
     if name not in ("auto", *LEVELS):
         raise SandboxUnavailable(f"unknown sandbox {name!r}; use one of auto, {', '.join(LEVELS)}")
@@ -61,14 +73,26 @@ def make_launcher(name: str = "auto", minimum: str = "none", options: SandboxOpt
     if name != "auto":
         if LEVELS.index(name) < LEVELS.index(minimum):
             raise SandboxUnavailable(f"sandbox {name!r} is below the required minimum {minimum!r}")
+        if name == "none" and not allow_unsandboxed:
+            raise UnsandboxedRefused("sandbox 'none' runs submissions with no isolation at all, and that was not"
+                                     " explicitly allowed; use a sandbox: " + INSTALL_HINT)
         return _available(name, options)
-    reasons = []
+    return _strongest(minimum, options, allow_unsandboxed)
+
+
+def _strongest(minimum: str, options: SandboxOptions, allow_unsandboxed: bool) -> Launcher:
+    """`auto`: bwrap, else unshare, else (explicitly allowed only) none."""
+    reasons: list[str] = []
     for level in reversed(LEVELS[LEVELS.index(minimum):]):
+        if level == "none" and not allow_unsandboxed:
+            raise UnsandboxedRefused("no sandbox works here, and running submissions with no isolation was not"
+                                     f" explicitly allowed ({'; '.join(reasons)}). To fix it, " + INSTALL_HINT)
         try:
             return _available(level, options)
         except SandboxUnavailable as exc:
             reasons.append(str(exc))
-    raise SandboxUnavailable(f"no sandbox at or above {minimum!r} works here: " + "; ".join(reasons))
+    raise SandboxUnavailable(f"no sandbox at or above {minimum!r} works here: " + "; ".join(reasons)
+                             + ". To fix it, " + INSTALL_HINT)
 
 
 def _available(level: str, options: SandboxOptions) -> Launcher:
@@ -113,7 +137,7 @@ def _run_probe(launcher: Launcher, work_dir: Path) -> str:
     except (ChildGone, ChildTimeout, BadReply) as exc:
         log = child.log.text().strip()[-500:]
         denied = "Permission denied" in log
-        hint = " (the sandbox uid must reach the interpreter: not under a 0700 home)" if denied else ""
+        hint = " (the sandbox's uid was denied a path the child needs)" if denied else ""
         return f"a trivial child did not start ({exc or type(exc).__name__}): {log}{hint}"
     finally:
         child.kill()

@@ -1,7 +1,8 @@
 """The last step before a sandboxed child: `python -I -S sandbox_init.py CONFIG -- ARGV...`.
 
-It joins the child's cgroups, drops to the sandbox uid, sets resource limits and makes itself the first
-victim of the kernel's OOM killer, then replaces itself with ARGV. Launchers run it twice: outside the
+It joins the child's cgroups, makes itself the first victim of the kernel's OOM killer, applies the
+mounts of its mount namespace (the unshare fallback's covers, see child_roots.py), drops to the sandbox
+uid and sets resource limits, then replaces itself with ARGV. Launchers run it twice: outside the
 namespaces to join cgroups (only the judge can write there), and inside them for the rest (so that
 RLIMIT_NPROC counts the sandbox's own uid). Doing this in a helper process keeps subprocess.Popen free of
 preexec_fn, which is unsafe in the judge's threaded process.
@@ -11,9 +12,11 @@ It is run as a script, not imported: the standard library only, nothing from the
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import resource
+import stat
 import sys
 from typing import Any
 
@@ -21,6 +24,10 @@ from typing import Any
 # over the judge, the database and other children, which is what protects the host where no memory
 # cgroup exists.
 OOM_SCORE_ADJ = "1000"
+# mount(2) flags (linux/mount.h).
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 32, 4096, 16384
+# A cover only holds the directories leading to what is bound back inside it.
+COVER_OPTIONS = b"mode=0755,size=1m"
 
 
 def join_cgroups(procs_files: list[str]) -> None:
@@ -52,11 +59,59 @@ def prefer_as_oom_victim() -> None:
         pass  # no /proc here (the outer step may run before one is mounted); the cgroup still applies
 
 
+def apply_mounts(ops: list[list[str]]) -> None:
+    """Cover directories with empty tmpfs and bind paths back, in the given (depth) order: each op is
+    [path, "tmpfs" | "ro" | "rw"]. Bind sources are opened before any cover hides them and mounted through
+    /proc/self/fd, so a path under a cover (the interpreter under a 0700 home) is bound from the host's copy."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    sources = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path, kind in ops if kind != "tmpfs"}
+    for path, kind in ops:
+        if kind == "tmpfs":
+            _make_mount_point(path, directory=True)
+            _mount(libc, b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, COVER_OPTIONS)
+            continue
+        _make_mount_point(path, directory=stat.S_ISDIR(os.fstat(sources[path]).st_mode))
+        _mount(libc, f"/proc/self/fd/{sources[path]}".encode(), path, None, MS_BIND | MS_REC, None)
+        if kind == "ro":
+            _mount(libc, None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+    for path, kind in ops:
+        if kind == "tmpfs":
+            _mount(libc, None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+    for fd in sources.values():
+        os.close(fd)
+
+
+def _make_mount_point(path: str, directory: bool) -> None:
+    """Inside a fresh cover the mount point and the directories leading to it do not exist yet; they are
+    made 0755 so the sandbox uid can pass."""
+    if os.path.lexists(path):
+        return
+    parent = os.path.dirname(path)
+    if not os.path.lexists(parent):
+        _make_mount_point(parent, directory=True)
+    if directory:
+        os.mkdir(path)
+        os.chmod(path, 0o755)
+    else:
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
+
+
+def _mount(libc: ctypes.CDLL, source: bytes | None, target: str, fstype: bytes | None, flags: int,
+           data: bytes | None) -> None:
+    if libc.mount(source, target.encode(), fstype, ctypes.c_ulong(flags), data) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"mount of {target}: {os.strerror(errno)}")
+
+
 def prepare(config: dict[str, Any]) -> None:
     join_cgroups(list(config.get("cgroups", [])))
     # Before the uid drop: afterwards the process is not dumpable and its /proc entries belong to root.
     if config.get("oom_victim"):
         prefer_as_oom_victim()
+    if config.get("mounts"):
+        apply_mounts([[str(path), str(kind)] for path, kind in config["mounts"]])
+    if config.get("chdir"):
+        os.chdir(str(config["chdir"]))  # through the new mounts: the old working directory may be covered
     if config.get("drop"):
         drop_privileges(int(config["uid"]), int(config["gid"]))
     apply_rlimits({str(k): int(v) for k, v in dict(config.get("rlimits", {})).items()})

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from kernelgrade import __version__
 from kernelgrade.config import Settings
+from kernelgrade.sandbox_policy import unsandboxed
 from kernelgrade.service.compile_ahead import CompileAhead
 from kernelgrade.service.judge import Judge
 from kernelgrade.service.judges import JudgeSlot, discover_judges
@@ -64,7 +65,14 @@ class WorkerPool:
                 judge.start()
             compiler.start()
         pool.heartbeat.start()
-        log.info("worker pool: %s (sandbox %s)", ", ".join(f"{s.name}={s.device_class}" for s in slots), launcher.level)
+        from kernelgrade.evaluator.sandbox import describe_launcher
+
+        judges_text = ", ".join(f"{s.name}={s.device_class}" for s in slots)
+        if unsandboxed(launcher.level):
+            log.warning("worker pool: %s with NO SANDBOX (KERNELGRADE_ALLOW_UNSANDBOXED): submissions can read what"
+                        " this process's user can read and reach local servers", judges_text)
+        else:
+            log.info("worker pool: %s (sandbox %s)", judges_text, "; ".join(describe_launcher(launcher)))
         return pool
 
     def _register(self, slots: list[JudgeSlot], sandbox: str) -> None:
@@ -132,12 +140,11 @@ class WorkerPool:
 
 
 def pool_launcher(settings: Settings) -> Launcher:
-    """The judges' launcher; raises SandboxUnavailable below the operator's minimum sandbox level."""
-    from kernelgrade.evaluator.sandbox import SandboxOptions, make_launcher
+    """The judges' launcher; raises SandboxUnavailable where the settings' sandbox cannot be had (none
+    without the explicit opt-out included)."""
+    from kernelgrade.sandbox_policy import settings_launcher
 
-    # The data dir holds the database and every job's files; a child sees only its own work and build dirs.
-    options = SandboxOptions(hidden=(settings.data_dir,))
-    return make_launcher(settings.sandbox, settings.sandbox_minimum, options)
+    return settings_launcher(settings)
 
 
 def _gone(worker: WorkerInfo) -> bool:

@@ -102,6 +102,7 @@ class EnvironmentOut(BaseModel):
     cuda: str | None
     sandbox: str | None
     host: str | None
+    warning: str | None = Field(None, description="set when the submission ran with no sandbox (sandbox none)")
 
 
 class CompiledBaselineOut(BaseModel):

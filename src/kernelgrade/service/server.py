@@ -41,8 +41,7 @@ def pool_ready(settings: Settings) -> bool:
         RequestBuilder(settings)
         pool_launcher(settings)
     except SandboxUnavailable as exc:
-        log.error("cannot start the worker pool: %s (KERNELGRADE_SANDBOX=%s, KERNELGRADE_SANDBOX_MINIMUM=%s)",
-                  exc, settings.sandbox, settings.sandbox_minimum)
+        log.error("refusing to start the worker pool: %s", exc)
         return False
     except ValueError as exc:
         log.error("cannot start the worker pool: %s", exc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from kernelgrade.sandbox_policy import UNSANDBOXED_WARNING, unsandboxed
 from kernelgrade.service.auth import Principal
 from kernelgrade.service.schemas import (
     CompiledBaselineOut,
@@ -50,7 +51,8 @@ def evaluation_out(record: EvaluationRecord, queue_position: int | None, *, full
         failure=_failure(record, result, full),
         findings=[FindingOut.model_validate(f) for f in result.get("findings", [])],
         environment=EnvironmentOut(device_name=env.device_name, driver=env.driver, torch=env.torch, cuda=env.cuda,
-                                   sandbox=env.sandbox, host=env.host) if env else None,
+                                   sandbox=env.sandbox, host=env.host,
+                                   warning=UNSANDBOXED_WARNING if unsandboxed(env.sandbox) else None) if env else None,
         progress=ProgressOut(stage=record.progress.stage, message=record.progress.message, done=record.progress.done,
                              total=record.progress.total) if record.progress else None,
         queue_position=queue_position, last_error=record.last_error, created_at=record.created_at,
