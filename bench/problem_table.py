@@ -27,10 +27,10 @@ import torch
 
 from kernelgrade.evaluator import compiled_baseline, precision_flags, timing
 from kernelgrade.evaluator.environment import describe
-from kernelgrade.evaluator.launcher import Launcher
 from kernelgrade.evaluator.reference import Reference, derive_seed, to_device
 from kernelgrade.evaluator.request import BaselinePlan, Limits, TimingParams
-from kernelgrade.evaluator.sandbox import make_launcher
+from kernelgrade.evaluator.sandbox.launcher import Launcher
+from kernelgrade.evaluator.sandbox.levels import make_launcher
 from kernelgrade.problems import Problem, builtin_problems
 
 # The judge's default TrialPlan seed: the same weights and timing inputs a default evaluation uses.

@@ -13,8 +13,8 @@ from kernelgrade.evaluator.crosscheck import (
     timing_findings,
 )
 from kernelgrade.evaluator.engine import _Evaluation
-from kernelgrade.evaluator.launcher import SubprocessLauncher
 from kernelgrade.evaluator.proctree import TreeCount
+from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
 from kernelgrade.evaluator.session import Extensions, Integrity, TimedReply
 from kernelgrade.problems import find_builtin
 from tests.conftest import RequestFactory

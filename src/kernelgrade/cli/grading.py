@@ -16,7 +16,7 @@ from kernelgrade.evaluator import (
     TrialPlan,
     evaluate,
 )
-from kernelgrade.evaluator.sandbox import SandboxOptions, SandboxUnavailable, make_launcher
+from kernelgrade.evaluator.sandbox.levels import SandboxOptions, SandboxUnavailable, make_launcher
 from kernelgrade.problems import ProblemFormatError
 
 # For smoke tests and CI gates that only need a rough speedup: every timing phase stops after 3 s of wall

@@ -6,7 +6,6 @@
 
 from kernelgrade.evaluator.compile import CompileOutcome
 from kernelgrade.evaluator.engine import Progress, ProgressFn, evaluate, precompile
-from kernelgrade.evaluator.launcher import ChildSpec, Launcher, SubprocessLauncher
 from kernelgrade.evaluator.request import (
     BaselinePlan,
     DeviceKind,
@@ -32,6 +31,7 @@ from kernelgrade.evaluator.result import (
     TrialResult,
     Verdict,
 )
+from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher, SubprocessLauncher
 
 __all__ = [
     "BaselinePlan", "BaselineStatus", "ChildSpec", "CompileOutcome", "CompiledBaseline", "DeviceKind", "Environment",

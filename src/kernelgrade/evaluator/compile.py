@@ -21,11 +21,11 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator.child_env import child_env, package_root, python_argv
-from kernelgrade.evaluator.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
 from kernelgrade.evaluator.compiler_output import first_errors
-from kernelgrade.evaluator.launcher import ChildSpec, Launcher, ResourceLimits
 from kernelgrade.evaluator.result import Failure, Stage
+from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
+from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
+from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher, ResourceLimits
 
 # Bump when the compile child's behaviour changes, so old cache entries are not trusted.
 HARNESS_VERSION = "1"

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from kernelgrade.evaluator import environment, tensorfile, timing
 from kernelgrade.evaluator.compare import check_structure, compare_values
-from kernelgrade.evaluator.launcher import Launcher
 from kernelgrade.evaluator.reference import Reference, derive_seed, save_timing_sets, to_device
 from kernelgrade.evaluator.request import BaselinePlan, Limits, TimingParams
 from kernelgrade.evaluator.result import BaselineStatus, CompiledBaseline, TimingMethod, TimingStats
+from kernelgrade.evaluator.sandbox.launcher import Launcher
 from kernelgrade.evaluator.session import RunSession, StageFailed
 
 # Appended to the problem's source. `Model` is constructed after the harness seeds torch, as a candidate's

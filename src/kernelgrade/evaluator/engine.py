@@ -35,7 +35,6 @@ from kernelgrade.evaluator.crosscheck import (
     timing_findings,
 )
 from kernelgrade.evaluator.l2 import PersistingL2
-from kernelgrade.evaluator.launcher import Launcher, SubprocessLauncher
 from kernelgrade.evaluator.proctree import TreeCount, count_tree
 from kernelgrade.evaluator.reference import Reference, derive_seed, save_timing_sets, to_device
 from kernelgrade.evaluator.request import EvalRequest, TimingParams
@@ -51,7 +50,9 @@ from kernelgrade.evaluator.result import (
     TrialResult,
     Verdict,
 )
-from kernelgrade.evaluator.roofline import RooflineFloor, floor_for
+from kernelgrade.evaluator.roofline import floor_for
+from kernelgrade.evaluator.roofline_floor import RooflineFloor
+from kernelgrade.evaluator.sandbox.launcher import Launcher, SubprocessLauncher
 from kernelgrade.evaluator.session import CallReply, Integrity, RunSession, StageFailed, TimedReply
 from kernelgrade.evaluator.static_scan import scan_submission
 from kernelgrade.evaluator.tensor_checks import fingerprints

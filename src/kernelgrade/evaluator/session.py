@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelgrade.evaluator.child_env import child_env, package_root, python_argv
-from kernelgrade.evaluator.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
 from kernelgrade.evaluator.compare import OutputMeta
-from kernelgrade.evaluator.launcher import ChildSpec, Launcher
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.result import Failure, Stage
+from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
+from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
+from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher
 
 
 class StageFailed(Exception):

@@ -133,7 +133,7 @@ class WorkerPool:
 
 def pool_launcher(settings: Settings) -> Launcher:
     """The judges' launcher; raises SandboxUnavailable below the operator's minimum sandbox level."""
-    from kernelgrade.evaluator.sandbox import SandboxOptions, make_launcher
+    from kernelgrade.evaluator.sandbox.levels import SandboxOptions, make_launcher
 
     # The data dir holds the database and every job's files; a child sees only its own work and build dirs.
     options = SandboxOptions(hidden=(settings.data_dir,))

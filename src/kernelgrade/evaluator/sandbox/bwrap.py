@@ -20,9 +20,9 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from kernelgrade.evaluator import cgroups
-from kernelgrade.evaluator.gpu_nodes import gpu_access
-from kernelgrade.evaluator.isolation import (
+from kernelgrade.evaluator.sandbox import cgroups
+from kernelgrade.evaluator.sandbox.gpu_nodes import gpu_access
+from kernelgrade.evaluator.sandbox.isolation import (
     Identity,
     SandboxedPopen,
     SandboxOptions,
@@ -33,7 +33,7 @@ from kernelgrade.evaluator.isolation import (
     inner_config,
     start,
 )
-from kernelgrade.evaluator.launcher import ChildSpec, child_environment
+from kernelgrade.evaluator.sandbox.launcher import ChildSpec, child_environment
 
 MiB = 1024**2
 # /tmp is private and ends read-only (TMPDIR is the work dir); it only holds the mount points leading to

@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import shutil
 
-from kernelgrade.evaluator import cgroups
-from kernelgrade.evaluator.isolation import (
+from kernelgrade.evaluator.sandbox import cgroups
+from kernelgrade.evaluator.sandbox.isolation import (
     SandboxedPopen,
     SandboxOptions,
     describe_user,
@@ -26,7 +26,7 @@ from kernelgrade.evaluator.isolation import (
     inner_config,
     start,
 )
-from kernelgrade.evaluator.launcher import ChildSpec, child_environment
+from kernelgrade.evaluator.sandbox.launcher import ChildSpec, child_environment
 
 
 class UnshareMissing(Exception):
