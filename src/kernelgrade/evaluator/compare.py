@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
+from kernelgrade.evaluator.child.tensorfile import dtype_name
 from kernelgrade.evaluator.request import PrecisionKind, PrecisionPolicy
-from kernelgrade.evaluator.tensorfile import dtype_name
 
 
 @dataclass(frozen=True)

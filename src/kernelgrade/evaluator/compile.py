@@ -87,7 +87,7 @@ def _build(submission_path: Path, init_inputs_path: Path, seed: int, target: Bui
     env = child_env(work_dir, ext_dir, {"MAX_JOBS": str(target.jobs), **arch_env(target)})
     # Only ext/ is the child's: the entry's status.json and lock stay the judge's. RLIMIT_CPU per compiler
     # process at the wall limit: one that burns that much CPU is runaway template instantiation.
-    spec = ChildSpec(python_argv("kernelgrade.evaluator.compile_child"), env, work_dir,
+    spec = ChildSpec(python_argv("kernelgrade.evaluator.child.compile_child"), env, work_dir,
                      writable=(ext_dir,), readable=(package_root(),), gpu_index=None, purpose="compile",
                      hidden=(entry.parent, work_dir.parent),
                      limits=ResourceLimits(cpu_seconds=math.ceil(target.timeout_s)))

@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kernelgrade.evaluator import environment, tensorfile, timing
+from kernelgrade.evaluator import environment, timing
+from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.compare import check_structure, compare_values
 from kernelgrade.evaluator.reference import Reference, derive_seed, save_timing_sets, to_device
 from kernelgrade.evaluator.request import BaselinePlan, Limits, TimingParams

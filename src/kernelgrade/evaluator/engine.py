@@ -21,7 +21,8 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator import compiled_baseline, environment, precision_flags, tensorfile, timing
+from kernelgrade.evaluator import compiled_baseline, environment, precision_flags, timing
+from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.compare import check_structure, compare_values
 from kernelgrade.evaluator.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
 from kernelgrade.evaluator.compiled_baseline import BaselineJob
@@ -90,7 +91,7 @@ class _Verdicted(Exception):
 def precompile(request: EvalRequest, launcher: Launcher | None = None) -> CompileOutcome:
     """Run only the compile stage, filling the cache, so that a later evaluate() of the same source skips
     it. Lets a worker pool compile queued jobs while the device grades others. No GPU is needed."""
-    from kernelgrade.evaluator.submission_module import load_problem_module
+    from kernelgrade.evaluator.child.submission_module import load_problem_module
 
     request.work_root.mkdir(parents=True, exist_ok=True)
     work_dir = Path(tempfile.mkdtemp(prefix="compile-", dir=request.work_root))

@@ -13,10 +13,10 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator import tensorfile
+from kernelgrade.evaluator.child import tensorfile
+from kernelgrade.evaluator.child.submission_module import load_problem_module
 from kernelgrade.evaluator.compare import flatten_outputs
 from kernelgrade.evaluator.request import PrecisionKind, ProblemSpec
-from kernelgrade.evaluator.submission_module import load_problem_module
 from kernelgrade.evaluator.timing import device_synchronize
 
 

@@ -107,7 +107,7 @@ class RunSession:
         env = child_env(work_dir, extensions_dir, extra_env)
         # The build dir is writable because load_inline rewrites its build file and lock even when the build
         # is current; other jobs' dirs (siblings of the work dir and of the cache entry) stay hidden.
-        spec = ChildSpec(python_argv("kernelgrade.evaluator.run_child"), env, work_dir,
+        spec = ChildSpec(python_argv("kernelgrade.evaluator.child.run_child"), env, work_dir,
                          writable=(extensions_dir,), readable=(package_root(),), gpu_index=gpu_index,
                          hidden=(work_dir.parent, extensions_dir.parent.parent))
         self.child = ChildProcess(launcher.popen(spec))
