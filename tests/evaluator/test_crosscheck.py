@@ -5,6 +5,7 @@ timed phase before a flag), the per-rep wall/event gap, the integrity report, th
 from __future__ import annotations
 
 from kernelgrade.evaluator import Severity
+from kernelgrade.evaluator.child.replies import Extensions, Integrity, TimedReply
 from kernelgrade.evaluator.crosscheck import (
     ReferenceLoop,
     extension_findings,
@@ -15,7 +16,6 @@ from kernelgrade.evaluator.crosscheck import (
 from kernelgrade.evaluator.engine import _Evaluation
 from kernelgrade.evaluator.proctree import TreeCount
 from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
-from kernelgrade.evaluator.session import Extensions, Integrity, TimedReply
 from kernelgrade.problems import find_builtin
 from tests.conftest import RequestFactory
 

@@ -23,6 +23,7 @@ import torch
 
 from kernelgrade.evaluator import compiled_baseline, environment, precision_flags, timing
 from kernelgrade.evaluator.child import tensorfile
+from kernelgrade.evaluator.child.replies import CallReply, Integrity, TimedReply
 from kernelgrade.evaluator.compare import check_structure, compare_values
 from kernelgrade.evaluator.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
 from kernelgrade.evaluator.compiled_baseline import BaselineJob
@@ -54,7 +55,7 @@ from kernelgrade.evaluator.result import (
 from kernelgrade.evaluator.roofline import floor_for
 from kernelgrade.evaluator.roofline_floor import RooflineFloor
 from kernelgrade.evaluator.sandbox.launcher import Launcher, SubprocessLauncher
-from kernelgrade.evaluator.session import CallReply, Integrity, RunSession, StageFailed, TimedReply
+from kernelgrade.evaluator.session import RunSession, StageFailed
 from kernelgrade.evaluator.static_scan import scan_submission
 from kernelgrade.evaluator.tensor_checks import fingerprints
 
