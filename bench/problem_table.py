@@ -25,8 +25,9 @@ from pathlib import Path
 
 import torch
 
-from kernelgrade.evaluator import compiled_baseline, precision_flags, timing
+from kernelgrade.evaluator import compiled_baseline, timing
 from kernelgrade.evaluator.environment import describe
+from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.reference import Reference, derive_seed, to_device
 from kernelgrade.evaluator.request import BaselinePlan, Limits, TimingParams
 from kernelgrade.evaluator.sandbox.launcher import Launcher

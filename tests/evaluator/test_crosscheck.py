@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from kernelgrade.evaluator import Severity
 from kernelgrade.evaluator.child.replies import Extensions, Integrity, TimedReply
-from kernelgrade.evaluator.crosscheck import (
+from kernelgrade.evaluator.engine import _Evaluation
+from kernelgrade.evaluator.integrity.crosscheck import (
     ReferenceLoop,
     extension_findings,
     integrity_findings,
     process_findings,
     timing_findings,
 )
-from kernelgrade.evaluator.engine import _Evaluation
-from kernelgrade.evaluator.proctree import TreeCount
+from kernelgrade.evaluator.integrity.proctree import TreeCount
 from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
 from kernelgrade.problems import find_builtin
 from tests.conftest import RequestFactory

@@ -21,13 +21,14 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator import compiled_baseline, environment, precision_flags, timing
+from kernelgrade.evaluator import compiled_baseline, environment, timing
 from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.child.replies import CallReply, Integrity, TimedReply
 from kernelgrade.evaluator.compare import check_structure, compare_values
 from kernelgrade.evaluator.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
 from kernelgrade.evaluator.compiled_baseline import BaselineJob
-from kernelgrade.evaluator.crosscheck import (
+from kernelgrade.evaluator.integrity import precision_flags
+from kernelgrade.evaluator.integrity.crosscheck import (
     ReferenceLoop,
     extension_findings,
     integrity_findings,
@@ -36,8 +37,11 @@ from kernelgrade.evaluator.crosscheck import (
     speedup_findings,
     timing_findings,
 )
-from kernelgrade.evaluator.l2 import PersistingL2
-from kernelgrade.evaluator.proctree import TreeCount, count_tree
+from kernelgrade.evaluator.integrity.l2 import PersistingL2
+from kernelgrade.evaluator.integrity.proctree import TreeCount, count_tree
+from kernelgrade.evaluator.integrity.roofline import floor_for
+from kernelgrade.evaluator.integrity.static_scan import scan_submission
+from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
 from kernelgrade.evaluator.reference import Reference, derive_seed, save_timing_sets, to_device
 from kernelgrade.evaluator.request import EvalRequest, TimingParams
 from kernelgrade.evaluator.result import (
@@ -52,12 +56,9 @@ from kernelgrade.evaluator.result import (
     TrialResult,
     Verdict,
 )
-from kernelgrade.evaluator.roofline import floor_for
 from kernelgrade.evaluator.roofline_floor import RooflineFloor
 from kernelgrade.evaluator.sandbox.launcher import Launcher, SubprocessLauncher
 from kernelgrade.evaluator.session import RunSession, StageFailed
-from kernelgrade.evaluator.static_scan import scan_submission
-from kernelgrade.evaluator.tensor_checks import fingerprints
 
 # The finding a stalled host can produce once; it is confirmed by a second timed phase before it stands.
 INCONSISTENT = "timing_inconsistent"

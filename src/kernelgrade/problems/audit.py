@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator import precision_flags
 from kernelgrade.evaluator.compare import flatten_outputs
+from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.reference import Reference, derive_seed, to_device
 from kernelgrade.evaluator.request import PrecisionPolicy
 from kernelgrade.evaluator.timing import clone_inputs

@@ -20,15 +20,16 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator import precision_flags, timing
+from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.child.channel import ChildChannel
 from kernelgrade.evaluator.child.submission_module import import_submission
 from kernelgrade.evaluator.compare import flatten_outputs
-from kernelgrade.evaluator.guard import Guard
-from kernelgrade.evaluator.l2 import PersistingL2
+from kernelgrade.evaluator.integrity import precision_flags
+from kernelgrade.evaluator.integrity.guard import Guard
+from kernelgrade.evaluator.integrity.l2 import PersistingL2
+from kernelgrade.evaluator.integrity.tensor_checks import active_modes, fingerprints, inert, why_not_plain
 from kernelgrade.evaluator.request import TimingParams
-from kernelgrade.evaluator.tensor_checks import active_modes, fingerprints, inert, why_not_plain
 
 # Captured before the submission is imported (see timing.py for the same precaution).
 _Tensor = torch.Tensor

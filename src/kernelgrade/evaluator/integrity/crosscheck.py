@@ -7,8 +7,8 @@ import statistics
 from dataclasses import dataclass
 
 from kernelgrade.evaluator.child.replies import Extensions, Integrity, TimedReply
-from kernelgrade.evaluator.guard import is_clock
-from kernelgrade.evaluator.proctree import TreeCount
+from kernelgrade.evaluator.integrity.guard import is_clock
+from kernelgrade.evaluator.integrity.proctree import TreeCount
 from kernelgrade.evaluator.result import Finding, Severity
 from kernelgrade.evaluator.roofline_floor import RooflineFloor
 
