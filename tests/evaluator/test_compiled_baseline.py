@@ -19,7 +19,7 @@ from kernelgrade.evaluator import (
     Verdict,
     evaluate,
 )
-from kernelgrade.evaluator.compiled_baseline import PLACEMENT, compiled_source
+from kernelgrade.evaluator.judge.compiled_baseline import PLACEMENT, compiled_source
 from kernelgrade.evaluator.sandbox.launcher import Launcher, SubprocessLauncher
 from kernelgrade.evaluator.sandbox.levels import SandboxUnavailable, make_launcher
 from kernelgrade.problems import find_builtin, load_problem_source

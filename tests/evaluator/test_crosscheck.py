@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from kernelgrade.evaluator import Severity
 from kernelgrade.evaluator.child.replies import Extensions, Integrity, TimedReply
-from kernelgrade.evaluator.engine import _Evaluation
 from kernelgrade.evaluator.integrity.crosscheck import (
     ReferenceLoop,
     extension_findings,
@@ -15,6 +14,7 @@ from kernelgrade.evaluator.integrity.crosscheck import (
     timing_findings,
 )
 from kernelgrade.evaluator.integrity.proctree import TreeCount
+from kernelgrade.evaluator.judge.pipeline import _Evaluation
 from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
 from kernelgrade.problems import find_builtin
 from tests.conftest import RequestFactory

@@ -14,7 +14,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from kernelgrade.evaluator import DeviceKind, PrecisionKind
 from kernelgrade.evaluator.child.submission_module import load_problem_module
 from kernelgrade.evaluator.compare import relative_frobenius
-from kernelgrade.evaluator.reference import Reference
+from kernelgrade.evaluator.judge.reference import Reference
 from kernelgrade.problems import Problem, builtin_problems
 from kernelgrade.problems.audit import audit_problem
 from kernelgrade.problems.loader import BUILTIN_DIR

@@ -4,8 +4,8 @@
     result = evaluate(EvalRequest(problem=..., submission=source, cache_dir=..., work_root=...))
 """
 
-from kernelgrade.evaluator.compile import CompileOutcome
-from kernelgrade.evaluator.engine import Progress, ProgressFn, evaluate, precompile
+from kernelgrade.evaluator.judge.compile import CompileOutcome
+from kernelgrade.evaluator.judge.pipeline import Progress, ProgressFn, evaluate, precompile
 from kernelgrade.evaluator.request import (
     BaselinePlan,
     DeviceKind,

@@ -36,7 +36,7 @@ ALIVE_FILE = "worker.alive"
 
 @dataclass(frozen=True)
 class WorkerOptions:
-    # None: detected (kernelgrade.evaluator.environment.device_class).
+    # None: detected (kernelgrade.evaluator.judge.environment.device_class).
     device_class: str | None = None
     # Judges in this worker; None: one per visible GPU, or one CPU judge.
     concurrency: int | None = None

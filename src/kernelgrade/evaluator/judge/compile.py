@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator.compiler_output import first_errors
+from kernelgrade.evaluator.judge.compiler_output import first_errors
 from kernelgrade.evaluator.result import Failure, Stage
 from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
 from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout

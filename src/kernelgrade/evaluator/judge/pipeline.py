@@ -21,12 +21,10 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator import compiled_baseline, environment, timing
+from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.child.replies import CallReply, Integrity, TimedReply
 from kernelgrade.evaluator.compare import check_structure, compare_values
-from kernelgrade.evaluator.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
-from kernelgrade.evaluator.compiled_baseline import BaselineJob
 from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.crosscheck import (
     ReferenceLoop,
@@ -42,7 +40,11 @@ from kernelgrade.evaluator.integrity.proctree import TreeCount, count_tree
 from kernelgrade.evaluator.integrity.roofline import floor_for
 from kernelgrade.evaluator.integrity.static_scan import scan_submission
 from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
-from kernelgrade.evaluator.reference import Reference, derive_seed, save_timing_sets, to_device
+from kernelgrade.evaluator.judge import compiled_baseline, environment
+from kernelgrade.evaluator.judge.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
+from kernelgrade.evaluator.judge.compiled_baseline import BaselineJob
+from kernelgrade.evaluator.judge.reference import Reference, derive_seed, save_timing_sets, to_device
+from kernelgrade.evaluator.judge.session import RunSession, StageFailed
 from kernelgrade.evaluator.request import EvalRequest, TimingParams
 from kernelgrade.evaluator.result import (
     CompiledBaseline,
@@ -58,7 +60,6 @@ from kernelgrade.evaluator.result import (
 )
 from kernelgrade.evaluator.roofline_floor import RooflineFloor
 from kernelgrade.evaluator.sandbox.launcher import Launcher, SubprocessLauncher
-from kernelgrade.evaluator.session import RunSession, StageFailed
 
 # The finding a stalled host can produce once; it is confirmed by a second timed phase before it stands.
 INCONSISTENT = "timing_inconsistent"
@@ -172,7 +173,7 @@ class _Evaluation:
             self.stage_seconds.append((stage.value, round(time.monotonic() - started, 4)))
 
     def execute(self) -> EvalResult:
-        from kernelgrade.evaluator.validate import validate_submission
+        from kernelgrade.evaluator.judge.validate import validate_submission
 
         precision_flags.set_strict()
         request = self.request
