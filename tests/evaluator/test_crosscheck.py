@@ -14,7 +14,9 @@ from kernelgrade.evaluator.integrity.crosscheck import (
     timing_findings,
 )
 from kernelgrade.evaluator.integrity.proctree import TreeCount
-from kernelgrade.evaluator.judge.pipeline import _Evaluation
+from kernelgrade.evaluator.judge.job import Job
+from kernelgrade.evaluator.judge.record import Record
+from kernelgrade.evaluator.judge.timing_stage import confirmed
 from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
 from kernelgrade.problems import find_builtin
 from tests.conftest import RequestFactory
@@ -112,13 +114,14 @@ class SecondPhase:
 def confirm(first: TimedReply, second: TimedReply, make_request: RequestFactory) -> tuple[TimedReply, set[str], int]:
     problem = find_builtin("add_relu")
     assert problem is not None
-    run = _Evaluation(make_request(problem.spec(), "unused"), SubprocessLauncher(), lambda _p: None)
+    job = Job.start(make_request(problem.spec(), "unused"), SubprocessLauncher(), lambda _p: None)
+    record = Record()
     session = SecondPhase(second)
     try:
-        kept = run._confirmed(session, first, LOOP)  # type: ignore[arg-type]
+        kept = confirmed(job, record, session, first, LOOP)  # type: ignore[arg-type]
     finally:
-        run.cleanup()
-    return kept, {f.code for f in run.findings}, session.calls
+        job.cleanup()
+    return kept, {f.code for f in record.findings}, session.calls
 
 
 STALLED = timed(0.27, 0.28, 40, 40 * (2.75 + 0.3))

@@ -5,7 +5,8 @@
 """
 
 from kernelgrade.evaluator.judge.compile import CompileOutcome
-from kernelgrade.evaluator.judge.pipeline import Progress, ProgressFn, evaluate, precompile
+from kernelgrade.evaluator.judge.pipeline import evaluate, precompile
+from kernelgrade.evaluator.judge.progress import Progress, ProgressFn
 from kernelgrade.evaluator.request import (
     BaselinePlan,
     DeviceKind,
