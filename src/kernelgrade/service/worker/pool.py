@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 from kernelgrade import __version__
 from kernelgrade.config import Settings
-from kernelgrade.service.compile_ahead import CompileAhead
-from kernelgrade.service.judge import Judge
-from kernelgrade.service.judges import JudgeSlot, discover_judges
+from kernelgrade.service.worker.compile_ahead import CompileAhead
+from kernelgrade.service.worker.judge import Judge
+from kernelgrade.service.worker.judges import JudgeSlot, discover_judges
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import expire_leases, requeue_job
 from kernelgrade.storage.records import WorkerInfo
