@@ -2,6 +2,11 @@
 
     from kernelgrade.evaluator import evaluate, EvalRequest, ProblemSpec
     result = evaluate(EvalRequest(problem=..., submission=source, cache_dir=..., work_root=...))
+
+request.py and result.py are what the judge is asked and what it answers; timing.py and compare.py are the
+timing loop and output comparison that judge and child both run. The rooms: judge/ (the pipeline and its
+stages), child/ (what runs inside the box), integrity/ (the checks on the child's claims) and sandbox/
+(how a child is started and contained).
 """
 
 from kernelgrade.evaluator.judge.compile import CompileOutcome
