@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from kernelgrade.evaluator import EvalRequest, EvalResult, evaluate, precompile
-from kernelgrade.evaluator.sandbox import make_launcher
+from kernelgrade.evaluator.sandbox.levels import make_launcher
 from kernelgrade.problems import find_builtin
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,8 +22,8 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator import EvalRequest, EvalResult, TimingParams, evaluate, precompile, timing
-from kernelgrade.evaluator.reference import Reference, derive_seed, to_device
-from kernelgrade.evaluator.sandbox import make_launcher
+from kernelgrade.evaluator.judge.reference import Reference, derive_seed, to_device
+from kernelgrade.evaluator.sandbox.levels import make_launcher
 from kernelgrade.problems import find_builtin
 
 CASES = Path(__file__).resolve().parent.parent / "tests" / "cases"

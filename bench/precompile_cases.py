@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kernelgrade.evaluator import CompileOutcome, EvalRequest, ProblemSpec, precompile
-from kernelgrade.evaluator.sandbox import make_launcher
+from kernelgrade.evaluator.sandbox.levels import make_launcher
 from kernelgrade.problems import find_builtin, load_problem_source
 
 CASES = Path(__file__).resolve().parent.parent / "tests" / "cases"

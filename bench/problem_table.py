@@ -8,7 +8,7 @@ reps with a cache flush, default TimingParams, strict fp32), so the medians here
 every speedup. TFLOP/s and GB/s come from the problem's declared flops and bytes: a memory-bound problem
 far below the device's bandwidth, or a compute-bound one far below its fp32 peak, is measuring overhead.
 With --compiled, torch.compile of each reference is also measured as the judge measures its second
-baseline (kernelgrade.evaluator.compiled_baseline: in a run child, same timing sets and loop), giving the
+baseline (kernelgrade.evaluator.judge.compiled_baseline: in a run child, same timing sets and loop), giving the
 eager/compiled ratio: how much a plain compiler already gains.
 Imports only the standard library, torch, kernelgrade.evaluator and kernelgrade.problems.
 """
@@ -25,12 +25,14 @@ from pathlib import Path
 
 import torch
 
-from kernelgrade.evaluator import compiled_baseline, precision_flags, timing
-from kernelgrade.evaluator.environment import describe
-from kernelgrade.evaluator.launcher import Launcher
-from kernelgrade.evaluator.reference import Reference, derive_seed, to_device
+from kernelgrade.evaluator import timing
+from kernelgrade.evaluator.integrity import precision_flags
+from kernelgrade.evaluator.judge import compiled_baseline
+from kernelgrade.evaluator.judge.environment import describe
+from kernelgrade.evaluator.judge.reference import Reference, derive_seed, to_device
 from kernelgrade.evaluator.request import BaselinePlan, Limits, TimingParams
-from kernelgrade.evaluator.sandbox import make_launcher
+from kernelgrade.evaluator.sandbox.launcher import Launcher
+from kernelgrade.evaluator.sandbox.levels import make_launcher
 from kernelgrade.problems import Problem, builtin_problems
 
 # The judge's default TrialPlan seed: the same weights and timing inputs a default evaluation uses.

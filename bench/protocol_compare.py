@@ -31,9 +31,10 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator import precision_flags, timing
-from kernelgrade.evaluator.environment import describe
-from kernelgrade.evaluator.reference import Reference
+from kernelgrade.evaluator import timing
+from kernelgrade.evaluator.integrity import precision_flags
+from kernelgrade.evaluator.judge.environment import describe
+from kernelgrade.evaluator.judge.reference import Reference
 from kernelgrade.evaluator.request import TimingFlags, TimingParams
 from kernelgrade.problems import Problem, builtin_problems
 

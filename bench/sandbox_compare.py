@@ -25,9 +25,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kernelgrade.evaluator import DeviceKind, EvalRequest, EvalResult, ProblemSpec, TrialPlan, evaluate
-from kernelgrade.evaluator.isolation import SandboxOptions
-from kernelgrade.evaluator.launcher import Launcher
-from kernelgrade.evaluator.sandbox import SandboxUnavailable, describe_launcher, make_launcher
+from kernelgrade.evaluator.sandbox.isolation import SandboxOptions
+from kernelgrade.evaluator.sandbox.launcher import Launcher
+from kernelgrade.evaluator.sandbox.levels import SandboxUnavailable, describe_launcher, make_launcher
 from kernelgrade.problems import find_builtin, load_problem_file
 
 

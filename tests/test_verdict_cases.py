@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from kernelgrade.evaluator import Severity, Verdict, evaluate
-from kernelgrade.evaluator.launcher import Launcher
-from kernelgrade.evaluator.sandbox import SandboxOptions, SandboxUnavailable, make_launcher
+from kernelgrade.evaluator.sandbox.launcher import Launcher
+from kernelgrade.evaluator.sandbox.levels import SandboxOptions, SandboxUnavailable, make_launcher
 from kernelgrade.problems import find_builtin, load_problem_source
 from tests.conftest import RequestFactory
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from kernelgrade.config import Settings
 
 if TYPE_CHECKING:
-    from kernelgrade.evaluator.launcher import Launcher
+    from kernelgrade.evaluator.sandbox.launcher import Launcher
 
 OPT_OUT = "KERNELGRADE_SANDBOX=none KERNELGRADE_ALLOW_UNSANDBOXED=1"
 UNSANDBOXED_WARNING = ("UNSANDBOXED: this submission ran with no sandbox; it could read what the grader's user"
@@ -25,7 +25,7 @@ def settings_launcher(settings: Settings, sandbox: str | None = None) -> Launche
     """The launcher the settings ask for (`sandbox` overrides KERNELGRADE_SANDBOX); raises
     SandboxUnavailable with what to install or set where it cannot be had."""
     # Here, not at the top: the pages and the API read the warning below without importing the evaluator.
-    from kernelgrade.evaluator.sandbox import SandboxOptions, SandboxUnavailable, make_launcher
+    from kernelgrade.evaluator.sandbox.levels import SandboxOptions, SandboxUnavailable, make_launcher
 
     name = sandbox or settings.sandbox
     # The data dir holds the database and every job's files; a child sees only its own work and build dirs.

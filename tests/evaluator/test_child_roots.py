@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelgrade.evaluator import child_roots as roots_module
-from kernelgrade.evaluator.child_env import child_env, package_root
-from kernelgrade.evaluator.child_roots import child_roots, describe_roots, outermost, under_any
+from kernelgrade.evaluator.sandbox import child_roots as roots_module
+from kernelgrade.evaluator.sandbox.child_env import child_env, package_root
+from kernelgrade.evaluator.sandbox.child_roots import child_roots, describe_roots, outermost, under_any
 
 
 def _roots(tmp_path: Path, gpu: bool = False, **extra: str) -> list[Path]:

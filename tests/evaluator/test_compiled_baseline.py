@@ -19,9 +19,9 @@ from kernelgrade.evaluator import (
     Verdict,
     evaluate,
 )
-from kernelgrade.evaluator.compiled_baseline import PLACEMENT, compiled_source
-from kernelgrade.evaluator.launcher import Launcher, SubprocessLauncher
-from kernelgrade.evaluator.sandbox import SandboxUnavailable, make_launcher
+from kernelgrade.evaluator.judge.compiled_baseline import PLACEMENT, compiled_source
+from kernelgrade.evaluator.sandbox.launcher import Launcher, SubprocessLauncher
+from kernelgrade.evaluator.sandbox.levels import SandboxUnavailable, make_launcher
 from kernelgrade.problems import find_builtin, load_problem_source
 from tests.conftest import RequestFactory
 from tests.evaluator.test_integrity_engine import TORCH_SUBMISSION

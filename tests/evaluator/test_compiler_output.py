@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelgrade.evaluator.compiler_output import first_errors
+from kernelgrade.evaluator.judge.compiler_output import first_errors
 
 # The shape of a real failing load_inline build: nvcc errors for cuda.cu first, then g++ for main.cpp.
 NINJA_LOG = """[1/3] c++ -MMD -MF main.o.d -DTORCH_EXTENSION_NAME=m -std=c++14 -c /b/main.cpp -o main.o

@@ -5,7 +5,8 @@ timed phase before a flag), the per-rep wall/event gap, the integrity report, th
 from __future__ import annotations
 
 from kernelgrade.evaluator import Severity
-from kernelgrade.evaluator.crosscheck import (
+from kernelgrade.evaluator.child.replies import Extensions, Integrity, TimedReply
+from kernelgrade.evaluator.integrity.crosscheck import (
     ReferenceLoop,
     extension_findings,
     flush_corrected,
@@ -13,10 +14,11 @@ from kernelgrade.evaluator.crosscheck import (
     process_findings,
     timing_findings,
 )
-from kernelgrade.evaluator.engine import _Evaluation
-from kernelgrade.evaluator.launcher import SubprocessLauncher
-from kernelgrade.evaluator.proctree import TreeCount
-from kernelgrade.evaluator.session import Extensions, Integrity, TimedReply
+from kernelgrade.evaluator.integrity.proctree import TreeCount
+from kernelgrade.evaluator.judge.job import Job
+from kernelgrade.evaluator.judge.record import Record
+from kernelgrade.evaluator.judge.timing_stage import confirmed
+from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
 from kernelgrade.problems import find_builtin
 from tests.conftest import RequestFactory
 
@@ -134,13 +136,14 @@ class SecondPhase:
 def confirm(first: TimedReply, second: TimedReply, make_request: RequestFactory) -> tuple[TimedReply, set[str], int]:
     problem = find_builtin("add_relu")
     assert problem is not None
-    run = _Evaluation(make_request(problem.spec(), "unused"), SubprocessLauncher(), lambda _p: None)
+    job = Job.start(make_request(problem.spec(), "unused"), SubprocessLauncher(), lambda _p: None)
+    record = Record()
     session = SecondPhase(second)
     try:
-        kept = run._confirmed(session, first, LOOP)  # type: ignore[arg-type]
+        kept = confirmed(job, record, session, first, LOOP)  # type: ignore[arg-type]
     finally:
-        run.cleanup()
-    return kept, {f.code for f in run.findings}, session.calls
+        job.cleanup()
+    return kept, {f.code for f in record.findings}, session.calls
 
 
 STALLED = timed(0.27, 0.28, 40, 40 * (2.75 + 0.3))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 
 from kernelgrade.evaluator import EvalResult, TrialPlan, Verdict, evaluate
-from kernelgrade.evaluator.launcher import SubprocessLauncher
 from kernelgrade.evaluator.request import TorchOps
-from kernelgrade.evaluator.roofline import RooflineFloor
+from kernelgrade.evaluator.roofline_floor import RooflineFloor
+from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
 from kernelgrade.problems import find_builtin
 from tests.conftest import RequestFactory
 

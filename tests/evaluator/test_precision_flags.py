@@ -9,8 +9,9 @@ from pathlib import Path
 
 import torch
 
-from kernelgrade.evaluator import TimingFlags, Verdict, evaluate, precision_flags
-from kernelgrade.evaluator.launcher import SubprocessLauncher
+from kernelgrade.evaluator import TimingFlags, Verdict, evaluate
+from kernelgrade.evaluator.integrity import precision_flags
+from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
 from kernelgrade.problems import load_problem_source
 from tests.conftest import RequestFactory
 

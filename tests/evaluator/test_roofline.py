@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kernelgrade.evaluator.crosscheck import roofline_findings
+from kernelgrade.evaluator.integrity.crosscheck import roofline_findings
+from kernelgrade.evaluator.integrity.roofline import SAFETY, floor_for, peaks_for
 from kernelgrade.evaluator.request import PrecisionKind, PrecisionPolicy, ProblemSpec
-from kernelgrade.evaluator.roofline import SAFETY, floor_for, peaks_for
 
 N = 4096
 SQUARE_MATMUL = ProblemSpec("square_matmul", "", flops=2 * N**3, bytes_moved=3 * N * N * 4)

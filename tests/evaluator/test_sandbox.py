@@ -20,15 +20,15 @@ from typing import Any
 
 import pytest
 
-from kernelgrade.evaluator import bwrap as bwrap_module
-from kernelgrade.evaluator import gpu_nodes, isolation
-from kernelgrade.evaluator.child_env import child_env, package_root
-from kernelgrade.evaluator.child_process import ChildGone, ChildProcess
-from kernelgrade.evaluator.gpu_nodes import GpuAccess, GpuNodesError
-from kernelgrade.evaluator.isolation import UID_BASE, Identity, SandboxOptions
-from kernelgrade.evaluator.launcher import ChildSpec, Launcher, ResourceLimits
-from kernelgrade.evaluator.sandbox import SandboxUnavailable, UnsandboxedRefused, make_launcher, probe_level
-from kernelgrade.evaluator.unshare import UnshareLauncher
+from kernelgrade.evaluator.sandbox import bwrap as bwrap_module
+from kernelgrade.evaluator.sandbox import gpu_nodes, isolation
+from kernelgrade.evaluator.sandbox.child_env import child_env, package_root
+from kernelgrade.evaluator.sandbox.child_process import ChildGone, ChildProcess
+from kernelgrade.evaluator.sandbox.gpu_nodes import GpuAccess, GpuNodesError
+from kernelgrade.evaluator.sandbox.isolation import UID_BASE, Identity, SandboxOptions
+from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher, ResourceLimits
+from kernelgrade.evaluator.sandbox.levels import SandboxUnavailable, UnsandboxedRefused, make_launcher, probe_level
+from kernelgrade.evaluator.sandbox.unshare import UnshareLauncher
 
 MiB = 1024**2
 # A root judge's child cannot use an interpreter under a 0700 home without bwrap's covers; the unshare
@@ -371,7 +371,7 @@ def test_no_sandbox_only_with_the_explicit_opt_out(tmp_path: Path) -> None:
 
 
 def test_probe_runs_once_per_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kernelgrade.evaluator import sandbox as sandbox_module
+    from kernelgrade.evaluator.sandbox import levels as sandbox_module
 
     calls: list[str] = []
     real = sandbox_module._probe

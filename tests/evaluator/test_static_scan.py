@@ -6,8 +6,8 @@ from __future__ import annotations
 import textwrap
 
 from kernelgrade.evaluator import Severity
+from kernelgrade.evaluator.integrity.static_scan import reference_operations, scan_submission
 from kernelgrade.evaluator.request import TorchOps
-from kernelgrade.evaluator.static_scan import reference_operations, scan_submission
 
 REFERENCE = textwrap.dedent('''
     import torch

@@ -12,9 +12,9 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from kernelgrade.evaluator import DeviceKind, PrecisionKind
+from kernelgrade.evaluator.child.submission_module import load_problem_module
 from kernelgrade.evaluator.compare import compare_values
-from kernelgrade.evaluator.reference import Reference
-from kernelgrade.evaluator.submission_module import load_problem_module
+from kernelgrade.evaluator.judge.reference import Reference
 from kernelgrade.problems import Problem, builtin_problems
 from kernelgrade.problems.audit import audit_problem
 from kernelgrade.problems.loader import BUILTIN_DIR

@@ -112,7 +112,7 @@ def test_keys_decide_the_submitter_and_who_reads_sources(api_factory: ApiFactory
 def _finish_with_compiled_baseline(database: Database, reused: bool) -> None:
     """Record a result as a judge does: an EvalResult with a torch.compile baseline, through outcome_from_result."""
     from kernelgrade.evaluator import BaselineStatus, CompiledBaseline, EvalResult, TimingStats, Verdict
-    from kernelgrade.service.job_outcome import outcome_from_result
+    from kernelgrade.service.worker.job_outcome import outcome_from_result
     from kernelgrade.storage.jobs import Lease, claim_next, finish_job
 
     def stats(median: float) -> TimingStats:

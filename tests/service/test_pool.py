@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelgrade.service.pool import WorkerPool
+from kernelgrade.service.worker.pool import WorkerPool
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.problems import upsert_problem
 from kernelgrade.storage.records import JobStatus
@@ -69,7 +69,7 @@ def test_stopping_hands_the_running_job_back_uncharged(database: Database, datab
     try:
         wait_until(lambda: _evaluation(database, view.submission.id).status is JobStatus.RUNNING, JOB_S, "running")
     finally:
-        with caplog.at_level(logging.WARNING, logger="kernelgrade.service.judge"):
+        with caplog.at_level(logging.WARNING, logger="kernelgrade.service.worker.judge"):
             pool.stop()
             requeued = _evaluation(database, view.submission.id)
             pool.judges[0].thread.join(JOB_S)  # the abandoned evaluation ends, and must not be recorded

@@ -16,7 +16,7 @@ from kernelgrade.evaluator import (
     TrialPlan,
     evaluate,
 )
-from kernelgrade.evaluator.sandbox import SandboxUnavailable
+from kernelgrade.evaluator.sandbox.levels import SandboxUnavailable
 from kernelgrade.problems import ProblemFormatError
 from kernelgrade.sandbox_policy import settings_launcher
 
@@ -33,7 +33,7 @@ def grade_file(problem_ref: str, submission: Path, *, device: str | None = None,
                quick: bool = False, sandbox: str | None = None, progress: ProgressFn | None = None,
                settings: Settings | None = None, compiled_baseline: bool = False) -> EvalResult:
     """`compiled_baseline`: also time torch.compile of the reference (no stored one to reuse here)."""
-    from kernelgrade.cli.problem_commands import resolve_problem
+    from kernelgrade.problems import resolve_problem
 
     settings = settings or Settings.from_env()
     try:

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernelgrade.problems import (
-    Problem,
-    ProblemFormatError,
-    builtin_problems,
-    find_builtin,
-    load_problem_file,
-)
+from kernelgrade.problems import Problem, ProblemFormatError, builtin_problems, resolve_problem
 
 if TYPE_CHECKING:
     import torch
@@ -52,20 +45,6 @@ def _register_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         return
     imported = sub.add_parser("import", help="import a folder of KernelBench-format problems into the database")
     service_commands.add_import_arguments(imported)
-
-
-def resolve_problem(name_or_path: str) -> Problem:
-    """A built-in problem by name, or a problem file by path."""
-    path = Path(name_or_path)
-    if path.suffix == ".py" or path.exists():
-        if not path.is_file():
-            raise ProblemFormatError(f"no problem file at {path}")
-        return load_problem_file(path)
-    found = find_builtin(name_or_path)
-    if found is None:
-        names = ", ".join(p.name for p in builtin_problems())
-        raise ProblemFormatError(f"no built-in problem named {name_or_path!r}; known: {names}")
-    return found
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -122,7 +122,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from kernelgrade.service.remote_worker import WorkerOptions, run_worker
+    from kernelgrade.service.worker.remote_worker import WorkerOptions, run_worker
 
     if args.concurrency is not None and args.concurrency < 1:
         print("--concurrency must be at least 1", file=sys.stderr)

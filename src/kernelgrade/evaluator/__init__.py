@@ -2,11 +2,16 @@
 
     from kernelgrade.evaluator import evaluate, EvalRequest, ProblemSpec
     result = evaluate(EvalRequest(problem=..., submission=source, cache_dir=..., work_root=...))
+
+request.py and result.py are what the judge is asked and what it answers; timing.py and compare.py are the
+timing loop and output comparison that judge and child both run. The rooms: judge/ (the pipeline and its
+stages), child/ (what runs inside the box), integrity/ (the checks on the child's claims) and sandbox/
+(how a child is started and contained).
 """
 
-from kernelgrade.evaluator.compile import CompileOutcome
-from kernelgrade.evaluator.engine import Progress, ProgressFn, evaluate, precompile
-from kernelgrade.evaluator.launcher import ChildSpec, Launcher, SubprocessLauncher
+from kernelgrade.evaluator.judge.compile import CompileOutcome
+from kernelgrade.evaluator.judge.pipeline import evaluate, precompile
+from kernelgrade.evaluator.judge.progress import Progress, ProgressFn
 from kernelgrade.evaluator.request import (
     BaselinePlan,
     DeviceKind,
@@ -33,6 +38,7 @@ from kernelgrade.evaluator.result import (
     TrialResult,
     Verdict,
 )
+from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher, SubprocessLauncher
 
 __all__ = [
     "BaselinePlan", "BaselineStatus", "ChildSpec", "CompileOutcome", "CompiledBaseline", "DeviceKind", "Environment",

@@ -7,7 +7,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # result.py imports this module (through roofline.py)
+if TYPE_CHECKING:
     from kernelgrade.evaluator.result import CompiledBaseline
 
 

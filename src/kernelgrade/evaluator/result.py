@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from kernelgrade.evaluator.roofline import RooflineFloor
+from kernelgrade.evaluator.roofline_floor import RooflineFloor
 
 
 class Verdict(StrEnum):

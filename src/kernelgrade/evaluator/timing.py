@@ -27,10 +27,10 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator.compare import flatten_outputs
-from kernelgrade.evaluator.l2 import PersistingL2
+from kernelgrade.evaluator.integrity.l2 import PersistingL2
+from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
 from kernelgrade.evaluator.request import TimingFlags, TimingParams
 from kernelgrade.evaluator.result import TimingMethod, TimingStats
-from kernelgrade.evaluator.tensor_checks import fingerprints
 
 MIB = 1024 * 1024
 

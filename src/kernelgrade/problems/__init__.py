@@ -8,7 +8,9 @@ from kernelgrade.problems.loader import (
     find_builtin,
     load_problem_file,
     load_problem_source,
+    resolve_problem,
 )
 
 __all__ = ["Problem", "ProblemFormatError", "ScanError", "ScanResult", "builtin_problems", "find_builtin",
-           "load_problem_file", "load_problem_source", "problem_name", "scan_folder"]
+           "load_problem_file", "load_problem_source", "problem_name", "resolve_problem",
+           "scan_folder"]

@@ -117,6 +117,20 @@ def find_builtin(name: str) -> Problem | None:
     return next((p for p in builtin_problems() if p.name == name), None)
 
 
+def resolve_problem(name_or_path: str) -> Problem:
+    """A built-in problem by name, or a problem file by path."""
+    path = Path(name_or_path)
+    if path.suffix == ".py" or path.exists():
+        if not path.is_file():
+            raise ProblemFormatError(f"no problem file at {path}")
+        return load_problem_file(path)
+    found = find_builtin(name_or_path)
+    if found is None:
+        names = ", ".join(p.name for p in builtin_problems())
+        raise ProblemFormatError(f"no built-in problem named {name_or_path!r}; known: {names}")
+    return found
+
+
 def _top_level_names(tree: ast.Module) -> set[str]:
     names: set[str] = set()
     for node in tree.body:

@@ -58,11 +58,11 @@ def _lifespan(context: ServiceContext, start_pool: bool,
         announce_mode(context.settings)
         pool = None
         if context.settings.dispatch == "celery":
-            from kernelgrade.service.celery_app import CelerySender
+            from kernelgrade.service.worker.celery_app import CelerySender
 
             context.sender = CelerySender(context.settings)
         if start_pool:
-            from kernelgrade.service.pool import WorkerPool
+            from kernelgrade.service.worker.pool import WorkerPool
 
             pool = await run_in_threadpool(WorkerPool.start, context.settings, context.database)
             context.pool = pool

@@ -33,9 +33,9 @@ def prepare_database(settings: Settings) -> Database:
 def pool_ready(settings: Settings) -> bool:
     """Refuse to start (with the reason) where the judges could not isolate submissions as required, or
     the settings name an unknown grading profile."""
-    from kernelgrade.evaluator.sandbox import SandboxUnavailable
-    from kernelgrade.service.grading_request import RequestBuilder
-    from kernelgrade.service.pool import pool_launcher
+    from kernelgrade.evaluator.sandbox.levels import SandboxUnavailable
+    from kernelgrade.service.worker.grading_request import RequestBuilder
+    from kernelgrade.service.worker.pool import pool_launcher
 
     try:
         RequestBuilder(settings)

@@ -23,13 +23,13 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from kernelgrade.evaluator.bwrap import BwrapLauncher, BwrapMissing
-from kernelgrade.evaluator.child_env import child_env, package_root
-from kernelgrade.evaluator.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
-from kernelgrade.evaluator.gpu_nodes import GpuNodesError
-from kernelgrade.evaluator.isolation import SandboxOptions
-from kernelgrade.evaluator.launcher import ChildSpec, Launcher, SubprocessLauncher
-from kernelgrade.evaluator.unshare import UnshareLauncher, UnshareMissing
+from kernelgrade.evaluator.sandbox.bwrap import BwrapLauncher, BwrapMissing
+from kernelgrade.evaluator.sandbox.child_env import child_env, package_root
+from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
+from kernelgrade.evaluator.sandbox.gpu_nodes import GpuNodesError
+from kernelgrade.evaluator.sandbox.isolation import SandboxOptions
+from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher, SubprocessLauncher
+from kernelgrade.evaluator.sandbox.unshare import UnshareLauncher, UnshareMissing
 
 __all__ = ["LEVELS", "SandboxOptions", "SandboxUnavailable", "UnsandboxedRefused", "describe_launcher", "make_launcher",
            "probe_level"]

@@ -1,7 +1,7 @@
 """The compile child: runs the submission's import (and constructor) so its load_inline builds happen
 here, with no GPU, into the cache entry named by TORCH_EXTENSIONS_DIR. Reports which builds failed.
 
-Run as `python -m kernelgrade.evaluator.compile_child`; one command in, one reply out.
+Run as `python -m kernelgrade.evaluator.child.compile_child`; one command in, one reply out.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 import torch
 from torch.utils import cpp_extension
 
-from kernelgrade.evaluator import tensorfile
-from kernelgrade.evaluator.channel import ChildChannel
-from kernelgrade.evaluator.submission_module import import_submission
+from kernelgrade.evaluator.child import tensorfile
+from kernelgrade.evaluator.child.channel import ChildChannel
+from kernelgrade.evaluator.child.submission_module import import_submission
 
 
 class BuildRecorder:

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelgrade.evaluator.cgroups import CgroupSupport, ChildCgroup
-from kernelgrade.evaluator.launcher import ChildSpec, GiB
+from kernelgrade.evaluator.sandbox.cgroups import CgroupSupport, ChildCgroup
+from kernelgrade.evaluator.sandbox.launcher import ChildSpec, GiB
 
 HELPER = Path(__file__).resolve().with_name("sandbox_init.py")
 NOBODY = 65534

@@ -6,11 +6,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from kernelgrade.evaluator.guard import is_clock
-from kernelgrade.evaluator.proctree import TreeCount
+from kernelgrade.evaluator.child.replies import Extensions, Integrity, TimedReply
+from kernelgrade.evaluator.integrity.guard import is_clock
+from kernelgrade.evaluator.integrity.proctree import TreeCount
 from kernelgrade.evaluator.result import Finding, Severity
-from kernelgrade.evaluator.roofline import RooflineFloor
-from kernelgrade.evaluator.session import Extensions, Integrity, TimedReply
+from kernelgrade.evaluator.roofline_floor import RooflineFloor
 
 # Host-side slack per rep beyond the reference's own: launch latency and scheduler noise on a busy host.
 WALL_GAP_SLACK_MS = 0.5

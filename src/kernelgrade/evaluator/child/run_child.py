@@ -1,7 +1,7 @@
 """The run child: loads the built submission, runs forward() on the judge's inputs, times it.
 
 Untrusted code runs in this process, so everything it reports is a claim the judge cross-checks.
-Run as `python -m kernelgrade.evaluator.run_child`; commands arrive as JSON lines (see session.py).
+Run as `python -m kernelgrade.evaluator.child.run_child`; commands arrive as JSON lines (see session.py).
 """
 
 from __future__ import annotations
@@ -20,14 +20,16 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator import precision_flags, tensorfile, timing
-from kernelgrade.evaluator.channel import ChildChannel
+from kernelgrade.evaluator import timing
+from kernelgrade.evaluator.child import tensorfile
+from kernelgrade.evaluator.child.channel import ChildChannel
+from kernelgrade.evaluator.child.submission_module import import_submission
 from kernelgrade.evaluator.compare import flatten_outputs
-from kernelgrade.evaluator.guard import Guard
-from kernelgrade.evaluator.l2 import PersistingL2
+from kernelgrade.evaluator.integrity import precision_flags
+from kernelgrade.evaluator.integrity.guard import Guard
+from kernelgrade.evaluator.integrity.l2 import PersistingL2
+from kernelgrade.evaluator.integrity.tensor_checks import active_modes, fingerprints, inert, why_not_plain
 from kernelgrade.evaluator.request import TimingFlags, TimingParams
-from kernelgrade.evaluator.submission_module import import_submission
-from kernelgrade.evaluator.tensor_checks import active_modes, fingerprints, inert, why_not_plain
 
 # Captured before the submission is imported (see timing.py for the same precaution).
 _Tensor = torch.Tensor

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 from kernelgrade import __version__
 from kernelgrade.config import Settings
 from kernelgrade.sandbox_policy import unsandboxed
-from kernelgrade.service.compile_ahead import CompileAhead
-from kernelgrade.service.judge import Judge
-from kernelgrade.service.judges import JudgeSlot, discover_judges
+from kernelgrade.service.worker.compile_ahead import CompileAhead
+from kernelgrade.service.worker.judge import Judge
+from kernelgrade.service.worker.judges import JudgeSlot, discover_judges
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import expire_leases, requeue_job
 from kernelgrade.storage.records import WorkerInfo
@@ -65,7 +65,7 @@ class WorkerPool:
                 judge.start()
             compiler.start()
         pool.heartbeat.start()
-        from kernelgrade.evaluator.sandbox import describe_launcher
+        from kernelgrade.evaluator.sandbox.levels import describe_launcher
 
         judges_text = ", ".join(f"{s.name}={s.device_class}" for s in slots)
         if unsandboxed(launcher.level):

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 
 from kernelgrade.config import Settings
 from kernelgrade.evaluator import Launcher, precompile
-from kernelgrade.service.grading_request import RequestBuilder, problem_spec
-from kernelgrade.service.input_shapes import fill_missing_shapes
+from kernelgrade.service.worker.grading_request import RequestBuilder, problem_spec
+from kernelgrade.service.worker.input_shapes import fill_missing_shapes
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import QueuedJob, queued_job, queued_jobs
 

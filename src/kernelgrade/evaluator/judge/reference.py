@@ -14,11 +14,12 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator import precision_flags, tensorfile
+from kernelgrade.evaluator.child import tensorfile
+from kernelgrade.evaluator.child.submission_module import load_problem_module
 from kernelgrade.evaluator.compare import Expected, flatten_outputs
+from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.request import PrecisionKind, ProblemSpec
 from kernelgrade.evaluator.rounding import Rounding, round_to
-from kernelgrade.evaluator.submission_module import load_problem_module
 from kernelgrade.evaluator.timing import device_synchronize
 
 

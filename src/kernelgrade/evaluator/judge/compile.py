@@ -21,11 +21,11 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator.child_env import child_env, package_root, python_argv
-from kernelgrade.evaluator.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
-from kernelgrade.evaluator.compiler_output import first_errors
-from kernelgrade.evaluator.launcher import ChildSpec, Launcher, ResourceLimits
+from kernelgrade.evaluator.judge.compiler_output import first_errors
 from kernelgrade.evaluator.result import Failure, Stage
+from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
+from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
+from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher, ResourceLimits
 
 # Bump when the compile child's behaviour changes, so old cache entries are not trusted.
 HARNESS_VERSION = "1"
@@ -87,7 +87,7 @@ def _build(submission_path: Path, init_inputs_path: Path, seed: int, target: Bui
     env = child_env(work_dir, ext_dir, {"MAX_JOBS": str(target.jobs), **arch_env(target)})
     # Only ext/ is the child's: the entry's status.json and lock stay the judge's. RLIMIT_CPU per compiler
     # process at the wall limit: one that burns that much CPU is runaway template instantiation.
-    spec = ChildSpec(python_argv("kernelgrade.evaluator.compile_child"), env, work_dir,
+    spec = ChildSpec(python_argv("kernelgrade.evaluator.child.compile_child"), env, work_dir,
                      writable=(ext_dir,), readable=(package_root(),), gpu_index=None, purpose="compile",
                      hidden=(entry.parent, work_dir.parent),
                      limits=ResourceLimits(cpu_seconds=math.ceil(target.timeout_s)))

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelgrade.evaluator.launcher import visible_device
+from kernelgrade.evaluator.sandbox.launcher import visible_device
 
 DEV = Path("/dev")
 DRIVER_TABLE = Path("/proc/driver/nvidia/gpus")

@@ -18,8 +18,8 @@ import os
 import shutil
 from pathlib import Path
 
-from kernelgrade.evaluator import cgroups
-from kernelgrade.evaluator.child_roots import (
+from kernelgrade.evaluator.sandbox import cgroups
+from kernelgrade.evaluator.sandbox.child_roots import (
     SOCKET_DIRS,
     covered_ops,
     existing,
@@ -29,7 +29,7 @@ from kernelgrade.evaluator.child_roots import (
     tool_roots,
     unreachable_ancestors,
 )
-from kernelgrade.evaluator.isolation import (
+from kernelgrade.evaluator.sandbox.isolation import (
     Identity,
     SandboxedPopen,
     SandboxOptions,
@@ -40,7 +40,7 @@ from kernelgrade.evaluator.isolation import (
     inner_config,
     start,
 )
-from kernelgrade.evaluator.launcher import ChildSpec, child_environment
+from kernelgrade.evaluator.sandbox.launcher import ChildSpec, child_environment
 
 
 class UnshareMissing(Exception):

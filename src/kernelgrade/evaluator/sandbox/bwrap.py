@@ -22,9 +22,9 @@ import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from kernelgrade.evaluator import cgroups
-from kernelgrade.evaluator.child_env import child_env, package_root
-from kernelgrade.evaluator.child_roots import (
+from kernelgrade.evaluator.sandbox import cgroups
+from kernelgrade.evaluator.sandbox.child_env import child_env, package_root
+from kernelgrade.evaluator.sandbox.child_roots import (
     SOCKET_DIRS,
     child_roots,
     covered_ops,
@@ -35,8 +35,8 @@ from kernelgrade.evaluator.child_roots import (
     under_any,
     unreachable_ancestors,
 )
-from kernelgrade.evaluator.gpu_nodes import gpu_access
-from kernelgrade.evaluator.isolation import (
+from kernelgrade.evaluator.sandbox.gpu_nodes import gpu_access
+from kernelgrade.evaluator.sandbox.isolation import (
     Identity,
     SandboxedPopen,
     SandboxOptions,
@@ -47,7 +47,7 @@ from kernelgrade.evaluator.isolation import (
     inner_config,
     start,
 )
-from kernelgrade.evaluator.launcher import ChildSpec, child_environment
+from kernelgrade.evaluator.sandbox.launcher import ChildSpec, child_environment
 
 __all__ = ["BwrapLauncher", "BwrapMissing", "identity_files", "outermost", "view_args"]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelgrade.evaluator.request import PrecisionKind, ProblemSpec
+from kernelgrade.evaluator.roofline_floor import RooflineFloor
 
 # Datasheet peaks are rarely reached (an H100's copy bandwidth measures about 3.0 of its 3.35 TB/s), and
 # problem FLOP counts are those of the plain algorithm; 1.5 leaves room for both without letting a 2x
@@ -55,18 +56,6 @@ PEAKS: tuple[tuple[str, DevicePeaks], ...] = (
     ("A10G", DevicePeaks("A10G", 31.2 * TERA, 62.5 * TERA, 125 * TERA, 0.6 * TERA)),
     ("RTX 4090", DevicePeaks("RTX 4090", 82.6 * TERA, 82.6 * TERA, 165 * TERA, 1.008 * TERA)),
 )
-
-
-@dataclass(frozen=True)
-class RooflineFloor:
-    """The floor a result was checked against, recorded with it."""
-
-    floor_ms: float
-    compute_ms: float  # flops / compute peak / SAFETY
-    memory_ms: float  # bytes / bandwidth / SAFETY
-    device: str  # the table row used
-    safety: float
-    basis: str  # what the compute peak assumed (fp32, tf32, half)
 
 
 def peaks_for(device_name: str) -> DevicePeaks | None:

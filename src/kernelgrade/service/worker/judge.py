@@ -22,9 +22,9 @@ import torch
 
 from kernelgrade.config import Settings
 from kernelgrade.evaluator import CompiledBaseline, EvalRequest, EvalResult, Launcher, Progress, Stage, evaluate
-from kernelgrade.service.grading_request import RequestBuilder, problem_spec
-from kernelgrade.service.job_outcome import baseline_to_store, grader_fault, outcome_from_result, stored_baseline
-from kernelgrade.service.judges import JudgeSlot
+from kernelgrade.service.worker.grading_request import RequestBuilder, problem_spec
+from kernelgrade.service.worker.job_outcome import baseline_to_store, grader_fault, outcome_from_result, stored_baseline
+from kernelgrade.service.worker.judges import JudgeSlot
 from kernelgrade.storage.baselines import fresh_baseline, record_baseline
 from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database

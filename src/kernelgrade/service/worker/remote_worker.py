@@ -21,10 +21,10 @@ from datetime import timedelta
 from celery import Celery
 
 from kernelgrade.config import Settings
-from kernelgrade.service.celery_app import GRADE_TASK, CelerySender, make_celery, queue_name
-from kernelgrade.service.judge import GradeOutcome, Judge
-from kernelgrade.service.judges import JudgeSlot, discover_judges
-from kernelgrade.service.pool import WorkerPool
+from kernelgrade.service.worker.celery_app import GRADE_TASK, CelerySender, make_celery, queue_name
+from kernelgrade.service.worker.judge import GradeOutcome, Judge
+from kernelgrade.service.worker.judges import JudgeSlot, discover_judges
+from kernelgrade.service.worker.pool import WorkerPool
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import queued_job
 from kernelgrade.storage.lease_reaper import reap_expired, reap_unsent
@@ -36,7 +36,7 @@ ALIVE_FILE = "worker.alive"
 
 @dataclass(frozen=True)
 class WorkerOptions:
-    # None: detected (kernelgrade.evaluator.environment.device_class).
+    # None: detected (kernelgrade.evaluator.judge.environment.device_class).
     device_class: str | None = None
     # Judges in this worker; None: one per visible GPU, or one CPU judge.
     concurrency: int | None = None

@@ -9,16 +9,16 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelgrade.evaluator.child_env import child_env, package_root, python_argv
-from kernelgrade.evaluator.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
+from kernelgrade.evaluator.child.replies import CallReply, Integrity, TimedOutputsReply, TimedReply
 from kernelgrade.evaluator.compare import OutputMeta
-from kernelgrade.evaluator.launcher import ChildSpec, Launcher
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.result import Failure, Stage
+from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
+from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
+from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher
 
 
 class StageFailed(Exception):
@@ -30,86 +30,13 @@ class StageFailed(Exception):
         self.timed_out = timed_out
 
 
-@dataclass(frozen=True)
-class Extensions:
-    """The submission's compiled extension modules, and which of their functions ran or raised (while
-    loading and in checked calls)."""
-
-    modules: tuple[str, ...] = ()  # extension modules exporting at least one function
-    called: tuple[str, ...] = ()  # "module.function" called in checked forward() calls
-    raised: tuple[str, ...] = ()  # ... and raised there
-    called_at_load: tuple[str, ...] = ()  # called while importing or constructing ModelNew
-    tampered: bool = False  # the profile hook that records this was replaced
-    returned: tuple[str, ...] = ()  # called in checked forward() calls and returned normally
-
-    @classmethod
-    def from_reply(cls, raw: Any) -> Extensions:
-        raw = raw if isinstance(raw, dict) else {}
-
-        def names(key: str) -> tuple[str, ...]:
-            return tuple(map(str, raw.get(key, [])))
-
-        return cls(names("modules"), names("called"), names("raised"), names("called_at_load"),
-                   bool(raw.get("tampered", False)), names("returned"))
-
-
-@dataclass(frozen=True)
-class Integrity:
-    """What the child says about itself after a call; the judge turns these into findings."""
-
-    replaced_functions: tuple[str, ...]
-    precision_flags_changed: tuple[str, ...]
-    extra_threads: int
-    torch_modes: tuple[str, ...] = ()
-    l2_limit_bytes: int = 0  # a persisting-L2 set-aside the submission configured (0: none)
-    extensions: Extensions = field(default_factory=Extensions)
-
-    @classmethod
-    def from_reply(cls, reply: dict[str, Any]) -> Integrity:
-        return cls(tuple(map(str, reply.get("replaced_functions", []))),
-                   tuple(map(str, reply.get("precision_flags_changed", []))), int(reply.get("extra_threads", 0)),
-                   tuple(map(str, reply.get("torch_modes", []))), int(reply.get("l2_limit_bytes", 0)),
-                   Extensions.from_reply(reply.get("extensions")))
-
-
-@dataclass(frozen=True)
-class CallReply:
-    outputs: tuple[OutputMeta, ...]
-    mutated_inputs: tuple[int, ...]
-    changed_after_return: bool
-    integrity: Integrity
-    input_fingerprints: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
-class TimedOutputsReply:
-    kept: int
-    changed_after_return: tuple[int, ...]  # reps whose output changed after the rep ended
-    integrity: Integrity
-
-
-@dataclass(frozen=True)
-class TimedReply:
-    device_ms: tuple[float, ...]
-    wall_ms: tuple[float, ...]
-    stop_reason: str
-    clock: str
-    integrity: Integrity
-    outer_seconds: float  # the judge's own clock around the whole timed phase
-    l2_status: str = ""  # what resetting persisting L2 before timing gave
-    l2_limit_before: int = 0  # a set-aside the submission had configured, found by that reset (0: none)
-    clock_tampered_reps: int = 0  # reps after which the harness's clock had been rebound
-    host_bound_reps: int = 0  # reps whose device time may include host time (timing.py)
-    flush_ms: tuple[float, ...] = ()  # each rep's flush, as the device ran it (timing.RawSamples)
-
-
 class RunSession:
     def __init__(self, launcher: Launcher, work_dir: Path, extensions_dir: Path, gpu_index: int | None,
                  extra_env: dict[str, str]) -> None:
         env = child_env(work_dir, extensions_dir, extra_env)
         # The build dir is writable because load_inline rewrites its build file and lock even when the build
         # is current; other jobs' dirs (siblings of the work dir and of the cache entry) stay hidden.
-        spec = ChildSpec(python_argv("kernelgrade.evaluator.run_child"), env, work_dir,
+        spec = ChildSpec(python_argv("kernelgrade.evaluator.child.run_child"), env, work_dir,
                          writable=(extensions_dir,), readable=(package_root(),), gpu_index=gpu_index,
                          hidden=(work_dir.parent, extensions_dir.parent.parent))
         self.child = ChildProcess(launcher.popen(spec))

@@ -1,0 +1,108 @@
+"""The correctness stage: each trial's outputs from the child, judged against the reference and the oracle.
+
+Inputs go to the child as a file and outputs come back as one; the expected values never leave the judge.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from kernelgrade.evaluator.child import tensorfile
+from kernelgrade.evaluator.child.replies import CallReply, Integrity
+from kernelgrade.evaluator.compare import Comparison, Expected, check_structure, compare_values
+from kernelgrade.evaluator.integrity.crosscheck import integrity_findings
+from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
+from kernelgrade.evaluator.judge.job import Job
+from kernelgrade.evaluator.judge.outcome import Verdicted
+from kernelgrade.evaluator.judge.record import Record
+from kernelgrade.evaluator.judge.reference import Reference, derive_seed, to_device
+from kernelgrade.evaluator.judge.session import RunSession
+from kernelgrade.evaluator.judge.settle import settle_s
+from kernelgrade.evaluator.request import TrialPlan
+from kernelgrade.evaluator.result import Failure, Finding, Severity, Stage, TrialResult
+
+
+@dataclass(frozen=True)
+class Trial:
+    index: int
+    secret: bool
+    seed: int
+
+
+def check_correctness(job: Job, record: Record, session: RunSession, reference: Reference) -> Integrity | None:
+    """Returns the last call's integrity report, whose extension record the pipeline reads afterwards."""
+    integrity: Integrity | None = None
+    with job.in_stage(Stage.CORRECTNESS, "checking correctness"):
+        trials = trial_seeds(job.request.trials, job.secret)
+        for done, trial in enumerate(trials):
+            job.report(Stage.CORRECTNESS, "correctness", done, len(trials))
+            integrity = _run_trial(job, record, session, reference, trial)
+        job.report(Stage.CORRECTNESS, "correctness", len(trials), len(trials))
+    return integrity
+
+
+def trial_seeds(plan: TrialPlan, secret: str) -> list[Trial]:
+    """Public trials derive from the request's seed alone; secret ones and the timing sets also from the
+    secret, which never reaches the child (it gets input files, never seeds)."""
+    public = [Trial(i, False, derive_seed(plan.seed, "trial", i, "")) for i in range(plan.public_trials)]
+    hidden = [Trial(plan.public_trials + j, True, derive_seed(plan.seed, "secret", j, secret))
+              for j in range(plan.secret_trials)]
+    return public + hidden
+
+
+def _run_trial(job: Job, record: Record, session: RunSession, reference: Reference, trial: Trial) -> Integrity:
+    inputs = reference.make_inputs(trial.seed)
+    started = time.perf_counter()
+    expected = reference.expected(inputs)
+    settle = settle_s(time.perf_counter() - started)
+    inputs_path, outputs_path = job.work_dir / "trial_inputs.kgt", job.work_dir / "trial_outputs.kgt"
+    tensorfile.save(inputs_path, inputs)
+    reply = session.call(inputs_path, outputs_path, [r.numel() * r.element_size() for r in expected.refs],
+                         job.request.limits.call_s, settle)
+    outs = to_device(tensorfile.load(outputs_path), job.device)
+    _judge_call(job, record, trial, reply, _mutated(inputs, reply), outs, expected)
+    return reply.integrity
+
+
+def _judge_call(job: Job, record: Record, trial: Trial, reply: CallReply, mutated: list[int], outs: list[Any],
+                expected: Expected) -> None:
+    record.note(integrity_findings(reply.integrity))
+    if reply.changed_after_return:
+        record.add(Finding("output_changed_after_return", Severity.FLAG,
+            "the output kept changing after forward() returned: it was still being written by work the"
+            " harness did not wait for (another stream, a thread or process, or a batched future call)."))
+    structure = _structure_failure(reply, list(expected.refs), mutated, job.device.type)
+    comparison = structure or compare_values(outs, expected, job.request.problem.precision)
+    record.trials.append(TrialResult(trial.index, trial.secret, comparison.passed, comparison.message,
+                                     comparison.max_abs_error, comparison.max_rel_error,
+                                     comparison.rel_error_vs_reference, comparison.rel_error_vs_oracle,
+                                     comparison.reference_error_vs_oracle))
+    if not comparison.passed:
+        kind = "secret" if trial.secret else "public"
+        raise Verdicted(Failure(Stage.CORRECTNESS, comparison.code,
+                                f"trial {trial.index} ({kind} seed): {comparison.message}"))
+
+
+def _structure_failure(reply: CallReply, refs: list[torch.Tensor], mutated: list[int],
+                       device_type: str) -> Comparison | None:
+    """Wrong types, shapes, dtypes or devices first; then inputs changed in place. Values come after."""
+    structure = check_structure(reply.outputs, refs, device_type)
+    if structure is None and mutated:
+        which = ", ".join(str(i) for i in mutated)
+        structure = Comparison(False, "input_mutated", f"forward() modified input(s) {which} in place;"
+                               " the reference does not. Work on copies or new tensors.")
+    return structure
+
+
+def _mutated(inputs: list[Any], reply: CallReply) -> list[int]:
+    """Inputs changed by the call: the child's own comparison, and the judge's comparison of the child's
+    post-call fingerprints with its own of the pristine inputs."""
+    mine = fingerprints(inputs)
+    theirs = reply.input_fingerprints
+    judged = {i for i, (a, b) in enumerate(zip(mine, theirs, strict=False))
+              if isinstance(inputs[i], torch.Tensor) and a != b}
+    return sorted(judged | set(reply.mutated_inputs))

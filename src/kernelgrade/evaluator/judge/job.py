@@ -1,0 +1,109 @@
+"""One evaluation's fixed facts and its clock: what every stage reads, and the seconds each one took."""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelgrade.evaluator.child import tensorfile
+from kernelgrade.evaluator.judge.progress import Progress, ProgressFn
+from kernelgrade.evaluator.request import EvalRequest, PrecisionKind, PrecisionPolicy, TimingFlags, TimingParams
+from kernelgrade.evaluator.result import Stage
+from kernelgrade.evaluator.sandbox.launcher import Launcher
+
+
+@dataclass
+class Job:
+    request: EvalRequest
+    launcher: Launcher
+    progress: ProgressFn
+    device: torch.device
+    secret: str
+    work_dir: Path
+    stage: Stage = Stage.VALIDATE  # the stage a grader fault is charged to
+    stage_seconds: list[tuple[str, float]] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, request: EvalRequest, launcher: Launcher, progress: ProgressFn) -> Job:
+        cuda = request.problem.device.value == "cuda"
+        device = torch.device(f"cuda:{request.device_index}") if cuda else torch.device("cpu")
+        # Secret trials and timing inputs must be unpredictable even where the deployment set no secret.
+        secret = request.trials.secret or secrets.token_hex(16)
+        request.work_root.mkdir(parents=True, exist_ok=True)
+        work_dir = Path(tempfile.mkdtemp(prefix="job-", dir=request.work_root))
+        return cls(request, launcher, progress, device, secret, work_dir)
+
+    @property
+    def timing_params(self) -> TimingParams:
+        """The request's protocol, under the precision switches the problem asks to be timed with."""
+        return dataclasses.replace(self.request.timing, flags=self.request.problem.timing_flags)
+
+    @property
+    def timed_policy(self) -> PrecisionPolicy:
+        """Timed outputs are re-checked at the precision the timing switches allow: under PyTorch's defaults
+        a submission's own cuDNN calls run in TF32, as the reference's do."""
+        policy = self.request.problem.precision
+        if self.timing_params.flags is TimingFlags.STRICT or policy.kind is not PrecisionKind.FP32:
+            return policy
+        return dataclasses.replace(policy, kind=PrecisionKind.TF32)
+
+    @property
+    def gpu_index(self) -> int | None:
+        return self.device.index if self.device.type == "cuda" else None
+
+    @property
+    def child_device(self) -> str:
+        """The child sees only its own GPU, so it is always the first one there."""
+        return "cuda:0" if self.device.type == "cuda" else "cpu"
+
+    @contextmanager
+    def in_stage(self, stage: Stage, message: str) -> Iterator[None]:
+        self.stage = stage
+        self.report(stage, message)
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.add_seconds(stage.value, started)
+
+    def report(self, stage: Stage, message: str, done: int = 0, total: int = 0) -> None:
+        self.progress(Progress(stage, message, done, total))
+
+    def add_seconds(self, label: str, started: float) -> None:
+        self.stage_seconds.append((label, round(time.monotonic() - started, 4)))
+
+    def check_device(self) -> None:
+        """After a child ends (perhaps with a sticky CUDA error of its own), the judge's device must work."""
+        if self.device.type == "cuda":
+            probe = torch.ones(16, device=self.device) * 2
+            torch.cuda.synchronize(self.device)
+            if float(probe.sum()) != 32.0:
+                raise RuntimeError("the GPU gave a wrong answer to a health probe after the child ended")
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class SubmissionFiles:
+    """The submission and its constructor inputs, written where the children read them."""
+
+    submission: Path
+    init_inputs: Path
+
+    @classmethod
+    def write(cls, work_dir: Path, source: str, init_inputs: Sequence[Any]) -> SubmissionFiles:
+        files = cls(work_dir / "submission.py", work_dir / "init_inputs.kgt")
+        files.submission.write_text(source)
+        tensorfile.save(files.init_inputs, init_inputs)
+        return files

@@ -1,0 +1,86 @@
+"""The last stage: the verdict, from how the evaluation ended, and the EvalResult around it.
+
+A stage that finds a verdict-worthy failure raises Verdicted; the pipeline turns it into a result here.
+Only the grader's own faults become `error`.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+from kernelgrade.evaluator.judge import compiled_baseline, environment
+from kernelgrade.evaluator.judge.job import Job
+from kernelgrade.evaluator.judge.record import Record
+from kernelgrade.evaluator.result import EvalResult, Failure, Finding, Severity, Stage, Verdict
+
+_VERDICT_BY_CODE = {
+    "reply_forged": Verdict.FLAGGED,
+    "build_failed": Verdict.COMPILE_ERROR,
+    "timeout": Verdict.TIMEOUT,
+    "compile_crashed": Verdict.RUNTIME_ERROR,
+    "crashed": Verdict.RUNTIME_ERROR,
+    "exception": Verdict.RUNTIME_ERROR,
+}
+
+
+class Verdicted(Exception):
+    """Ends the evaluation early with a failure; the verdict follows from its stage and code."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+def completed(job: Job, record: Record) -> EvalResult:
+    """Every stage ran: correct, unless an integrity check flagged something on the way."""
+    flags = record.flags()
+    if flags:
+        return build_result(job, record, Verdict.FLAGGED, Failure(Stage(job.stage), flags[0].code, flags[0].message))
+    return build_result(job, record, Verdict.CORRECT, None)
+
+
+def ended_early(job: Job, record: Record, failure: Failure) -> EvalResult:
+    """A wrong output after an integrity check failed is the cheat's consequence: the verdict names the
+    cheat (`flagged`) and keeps the wrong output as a finding. Crashes and timeouts keep their verdicts."""
+    verdict = verdict_for(failure)
+    flags = record.flags()
+    if verdict is not Verdict.INCORRECT or not flags:
+        return build_result(job, record, verdict, failure)
+    record.add(Finding(failure.code, Severity.INFO, f"the output was also wrong: {failure.message}"))
+    return build_result(job, record, Verdict.FLAGGED, Failure(failure.stage, flags[0].code, flags[0].message))
+
+
+def grader_error(job: Job, record: Record) -> EvalResult:
+    """Called while handling the grader's own exception; its traceback becomes the failure's detail."""
+    failure = Failure(Stage(job.stage), "grader_error",
+                      "the grader itself failed; this is not the submission's fault. It will be retried.",
+                      detail=traceback.format_exc(limit=20))
+    return build_result(job, record, Verdict.ERROR, failure)
+
+
+def verdict_for(failure: Failure) -> Verdict:
+    if failure.stage is Stage.VALIDATE:
+        return Verdict.REJECTED
+    return _VERDICT_BY_CODE.get(failure.code, Verdict.INCORRECT)
+
+
+def build_result(job: Job, record: Record, verdict: Verdict, failure: Failure | None) -> EvalResult:
+    problem, compiled = job.request.problem, record.compiled
+    timed = verdict in (Verdict.CORRECT, Verdict.FLAGGED)
+    return EvalResult(
+        verdict=verdict, problem=problem.name, problem_hash=problem.content_hash,
+        precision=problem.precision.describe(), failure=failure, trials=tuple(record.trials),
+        reference_timing=record.reference_timing, candidate_timing=record.candidate_timing,
+        speedup=record.speedup() if timed else None,
+        method=record.method, findings=tuple(record.findings),
+        environment=environment.describe(job.device, job.launcher.level),
+        stage_seconds=tuple(job.stage_seconds),
+        compile_cache_hit=bool(compiled and compiled.cache_hit),
+        compile_log=compiled.log[-8000:] if compiled else "",
+        child_output=record.child_output[-8000:],
+        roofline=record.roofline,
+        seed_secret="deployment" if job.request.trials.secret else "per-evaluation (no deployment secret set)",
+        compiled_baseline=record.compiled_baseline, compiled_baseline_reused=record.compiled_baseline_reused,
+        speedup_vs_compiled=(compiled_baseline.speedup_against(record.compiled_baseline, record.candidate_timing)
+                             if timed else None),
+    )

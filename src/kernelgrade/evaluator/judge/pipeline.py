@@ -1,0 +1,164 @@
+"""evaluate(): one submission in, one EvalResult out, through the stages in the order they run:
+
+    validate -> compile -> load -> correctness -> timing -> (compiled baseline) -> result
+
+The judge (this process) owns seeds, reference outputs and reference timings; the children own
+everything the submission touches. A failing kernel becomes a verdict (outcome.py); only the grader's own
+faults become `error`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from kernelgrade.evaluator.child.submission_module import load_problem_module
+from kernelgrade.evaluator.integrity import precision_flags
+from kernelgrade.evaluator.integrity.crosscheck import extension_findings, process_findings
+from kernelgrade.evaluator.integrity.proctree import count_tree
+from kernelgrade.evaluator.integrity.static_scan import scan_submission
+from kernelgrade.evaluator.judge import compiled_baseline, environment
+from kernelgrade.evaluator.judge.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
+from kernelgrade.evaluator.judge.compiled_baseline import BaselineJob
+from kernelgrade.evaluator.judge.correctness import check_correctness
+from kernelgrade.evaluator.judge.job import Job, SubmissionFiles
+from kernelgrade.evaluator.judge.load import load_model
+from kernelgrade.evaluator.judge.outcome import Verdicted, build_result, completed, ended_early, grader_error
+from kernelgrade.evaluator.judge.progress import ProgressFn
+from kernelgrade.evaluator.judge.record import Record
+from kernelgrade.evaluator.judge.reference import Reference
+from kernelgrade.evaluator.judge.session import RunSession, StageFailed
+from kernelgrade.evaluator.judge.timing_stage import TimingSets, time_candidate
+from kernelgrade.evaluator.judge.validate import validate_submission
+from kernelgrade.evaluator.request import EvalRequest
+from kernelgrade.evaluator.result import EvalResult, Failure, Stage, Verdict
+from kernelgrade.evaluator.sandbox.launcher import Launcher, SubprocessLauncher
+
+
+def evaluate(request: EvalRequest, launcher: Launcher | None = None,
+             progress: ProgressFn | None = None) -> EvalResult:
+    """Grade one submission. Never raises for anything the submission does."""
+    job = Job.start(request, launcher or SubprocessLauncher(), progress or (lambda _p: None))
+    record = Record()
+    try:
+        return _grade(job, record)
+    except Exception:
+        return grader_error(job, record)
+    finally:
+        job.cleanup()
+
+
+def _grade(job: Job, record: Record) -> EvalResult:
+    with precision_flags.held():  # strict, unless another judge thread holds PyTorch's defaults just now
+        precision_flags.set_strict()
+    rejected = _validate(job)
+    if rejected:
+        return build_result(job, record, Verdict.REJECTED, rejected)
+    problem = job.request.problem
+    record.note(scan_submission(job.request.submission, problem.source, problem.torch_ops))
+    try:
+        _run_stages(job, record)
+    except Verdicted as ended:
+        return ended_early(job, record, ended.failure)
+    return completed(job, record)
+
+
+def _validate(job: Job) -> Failure | None:
+    request = job.request
+    with job.in_stage(Stage.VALIDATE, "checking the source"):
+        return validate_submission(request.submission, request.problem.source, request.max_source_bytes)
+
+
+def _run_stages(job: Job, record: Record) -> None:
+    reference = Reference(job.request.problem, job.device, job.request.trials.seed)
+    files = SubmissionFiles.write(job.work_dir, job.request.submission, reference.init_inputs)
+    target = build_target(job.request)
+    compiled = _compile(job, record, files, target)
+    env = arch_env(target)
+    session = RunSession(job.launcher, job.work_dir, compiled.extensions_dir, job.gpu_index, env)
+    timed = _in_run_child(job, record, session, reference, files)
+    _compiled_baseline(job, record, reference, files.init_inputs, timed, env)
+
+
+def _compile(job: Job, record: Record, files: SubmissionFiles, target: BuildTarget) -> CompileOutcome:
+    request = job.request
+    with job.in_stage(Stage.COMPILE, "compiling"):
+        record.compiled = compile_submission(request.submission, files.submission, files.init_inputs,
+                                             request.trials.seed, target, request.cache_dir, job.work_dir,
+                                             job.launcher)
+    if record.compiled.failure:
+        raise Verdicted(record.compiled.failure)
+    return record.compiled
+
+
+def _in_run_child(job: Job, record: Record, session: RunSession, reference: Reference,
+                  files: SubmissionFiles) -> TimingSets | None:
+    """Load, correctness and timing share one run child. However it ends, its output is kept, and the
+    judge's own device must still work afterwards."""
+    try:
+        return _child_stages(job, record, session, reference, files)
+    except StageFailed as failed:
+        raise Verdicted(failed.failure) from None
+    finally:
+        session.close()
+        record.child_output = session.output()
+        job.check_device()
+
+
+def _child_stages(job: Job, record: Record, session: RunSession, reference: Reference,
+                  files: SubmissionFiles) -> TimingSets | None:
+    baseline = load_model(job, record, session, files)
+    integrity = check_correctness(job, record, session, reference)
+    if integrity is not None:
+        record.note(extension_findings(integrity.extensions, "torch.ops." in job.request.submission))
+    record.note(process_findings(baseline, count_tree(session.child.proc.pid), "during the checked calls"))
+    if not job.request.measure_timing:
+        return None
+    timed = time_candidate(job, record, session, reference)
+    record.note(process_findings(baseline, count_tree(session.child.proc.pid), "by the end of timing"))
+    return timed
+
+
+def _compiled_baseline(job: Job, record: Record, reference: Reference, init_inputs: Path,
+                       timed: TimingSets | None, env: dict[str, str]) -> None:
+    """torch.compile of the reference: a fresh earlier measurement if the request brings one, else
+    measured now (after the candidate's child is gone, so the two never share the device)."""
+    plan, problem = job.request.compiled_baseline, job.request.problem
+    if timed is None or record.candidate_timing is None:
+        return
+    if plan.known is not None and plan.known.problem_hash == problem.content_hash:
+        record.compiled_baseline, record.compiled_baseline_reused = plan.known, True
+        return
+    if not plan.measure:
+        return
+    job.report(Stage.TIMING, "timing torch.compile of the reference")
+    started = time.monotonic()
+    measured = BaselineJob(reference, job.work_dir, timed.paths, init_inputs, job.request.trials.seed,
+                           job.timing_params, job.request.limits, timed.flush_bytes, plan, tuple(env.items()))
+    record.compiled_baseline = compiled_baseline.measure(measured, job.launcher)
+    job.add_seconds("compiled_baseline", started)
+    job.check_device()
+
+
+def precompile(request: EvalRequest, launcher: Launcher | None = None) -> CompileOutcome:
+    """Run only the compile stage, filling the cache, so that a later evaluate() of the same source skips
+    it. Lets a worker pool compile queued jobs while the device grades others. No GPU is needed."""
+    request.work_root.mkdir(parents=True, exist_ok=True)
+    work_dir = Path(tempfile.mkdtemp(prefix="compile-", dir=request.work_root))
+    try:
+        module = load_problem_module(request.problem.source, request.problem.name)
+        files = SubmissionFiles.write(work_dir, request.submission, list(module.get_init_inputs()))
+        return compile_submission(request.submission, files.submission, files.init_inputs, request.trials.seed,
+                                  build_target(request), request.cache_dir, work_dir, launcher or SubprocessLauncher())
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def build_target(request: EvalRequest) -> BuildTarget:
+    device = request.problem.device.value
+    arch = environment.cuda_arch(torch.device("cuda", request.device_index)) if device == "cuda" else ""
+    return BuildTarget(device, arch, request.compile_jobs, request.limits.compile_s)

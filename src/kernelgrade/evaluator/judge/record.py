@@ -1,0 +1,48 @@
+"""What the stages found, kept for the result: trials, timings, findings, and the compile and child logs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kernelgrade.evaluator.judge.compile import CompileOutcome
+from kernelgrade.evaluator.result import (
+    CompiledBaseline,
+    Finding,
+    Severity,
+    TimingMethod,
+    TimingStats,
+    TrialResult,
+)
+from kernelgrade.evaluator.roofline_floor import RooflineFloor
+
+
+@dataclass
+class Record:
+    trials: list[TrialResult] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    reference_timing: TimingStats | None = None
+    candidate_timing: TimingStats | None = None
+    method: TimingMethod | None = None
+    compiled: CompileOutcome | None = None
+    child_output: str = ""
+    roofline: RooflineFloor | None = None
+    compiled_baseline: CompiledBaseline | None = None
+    compiled_baseline_reused: bool = False
+
+    def add(self, finding: Finding) -> None:
+        """One finding per code: a check that fires on every trial says so once."""
+        if all(f.code != finding.code for f in self.findings):
+            self.findings.append(finding)
+
+    def note(self, findings: Iterable[Finding]) -> None:
+        for finding in findings:
+            self.add(finding)
+
+    def flags(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.FLAG]
+
+    def speedup(self) -> float | None:
+        if self.reference_timing is None or self.candidate_timing is None or self.candidate_timing.median_ms <= 0:
+            return None
+        return self.reference_timing.median_ms / self.candidate_timing.median_ms

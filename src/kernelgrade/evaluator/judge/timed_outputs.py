@@ -1,0 +1,72 @@
+"""The re-check of timed outputs (THREATS.md 5-7): a sample of what the timed calls returned, compared
+against the reference on the same fresh inputs, so a kernel cannot be right when checked and fast when timed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kernelgrade.evaluator import timing
+from kernelgrade.evaluator.child import tensorfile
+from kernelgrade.evaluator.compare import compare_values
+from kernelgrade.evaluator.integrity.crosscheck import integrity_findings
+from kernelgrade.evaluator.judge.job import Job
+from kernelgrade.evaluator.judge.outcome import Verdicted
+from kernelgrade.evaluator.judge.record import Record
+from kernelgrade.evaluator.judge.reference import Reference, to_device
+from kernelgrade.evaluator.judge.session import RunSession
+from kernelgrade.evaluator.result import Failure, Finding, Severity, Stage
+
+
+def recheck_timed_outputs(job: Job, record: Record, session: RunSession, reference: Reference,
+                          sets: list[list[Any]]) -> None:
+    # Into the work dir itself: a root judge's child runs as another uid and can write only there.
+    folder = job.work_dir
+    reply = session.timed_outputs(folder, job.request.limits.call_s)
+    record.note(integrity_findings(reply.integrity))
+    if reply.changed_after_return:
+        record.add(Finding("timed_output_changed_after_return", Severity.FLAG,
+            f"timed output(s) of rep(s) {', '.join(map(str, reply.changed_after_return[:8]))} changed after"
+            " their rep ended (after its device-wide synchronize): work outlived the timed call."))
+    _recheck(job, reference, sets, folder, reply.kept)
+
+
+def _recheck(job: Job, reference: Reference, sets: list[list[Any]], folder: Path, kept: int) -> None:
+    which = [[timing.scalable(v) for v in s] for s in sets]
+    # The child keeps the last output of each input set plus a sample; a larger count is not its harness.
+    if not 0 <= kept <= len(sets) + timing.SAMPLED_OUTPUTS:
+        raise _wrong(f"the harness reported {kept} timed outputs; it keeps at most"
+                     f" {len(sets) + timing.SAMPLED_OUTPUTS}")
+    for i in range(kept):
+        set_index, step, rep, stored = _timed_entry(_load_timed(folder / f"timed_{i}.kgt"), len(sets))
+        inputs = timing.scaled_inputs(to_device(sets[set_index], job.device), step, which[set_index])
+        outs = to_device(stored, job.device)
+        expected = reference.expected(inputs)
+        refs = expected.refs
+        if any(o is None for o in outs) or len(outs) != len(refs) or any(
+                tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype for o, r in zip(outs, refs, strict=True)):
+            raise _wrong(f"timed rep {rep}: the output of a timed call has the wrong structure")
+        comparison = compare_values(outs, expected, job.timed_policy)
+        if not comparison.passed:
+            raise _wrong(f"timed rep {rep} (input set {set_index}, scale step {step}): a timed call's output is"
+                         f" wrong although the checked calls were right: {comparison.message}")
+
+
+def _load_timed(path: Path) -> Any:
+    try:
+        return tensorfile.load(path)
+    except (OSError, tensorfile.TensorFileError) as exc:
+        raise _wrong(f"a timed output the harness reported is missing or unreadable: {exc}") from None
+
+
+def _timed_entry(entry: Any, sets: int) -> tuple[int, int, int, list[Any]]:
+    """[set, scale step, rep, [outputs]] as the child wrote it; anything else is a wrong timed output."""
+    if (isinstance(entry, list) and len(entry) == 4 and all(isinstance(v, int) for v in entry[:3])
+            and isinstance(entry[3], list) and 0 <= entry[0] < sets and 0 <= entry[1] <= timing.SCALE_STEPS):
+        return entry[0], entry[1], entry[2], entry[3]
+    raise _wrong("the timed outputs were not in the harness's form")
+
+
+def _wrong(message: str) -> Verdicted:
+    return Verdicted(Failure(Stage.TIMING, "timed_output_wrong", message))
