@@ -120,3 +120,30 @@ def test_tf32_rounding_matches_the_hardwares_round_to_nearest_away() -> None:
     rounded = round_to(x, Rounding.TF32)
     assert rounded[:3].tolist() == [1.0 + ulp, 1.0, -(1.0 + ulp)]
     assert rounded[3] == float("inf") and bool(torch.isnan(rounded[4]))
+
+
+@pytest.fixture(scope="module")
+def positive_long_k() -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(4)
+    return torch.rand(64, 4096, generator=generator), torch.rand(4096, 512, generator=generator)
+
+
+def test_tf32_inputs_whose_error_averages_out_still_fail_by_their_signature(
+        positive_long_k: tuple[torch.Tensor, ...]) -> None:
+    # On sums of 4096 positive products, round-to-nearest TF32 errors average out: with a reference as
+    # inaccurate as a GPU's fp32 (here a sequential sum, 10x MKL's error), TF32 lands within the 16x limit.
+    a, b = positive_long_k
+    expected = _expected(torch.matmul, a, b)
+    gpu_like = Expected([_sequential_matmul(a, b)], expected.oracles, expected.rounded)
+    tf32 = _sequential_matmul(round_to(a, Rounding.TF32), round_to(b, Rounding.TF32))
+    result = compare_values([tf32], gpu_like, FP32)
+    assert result.rel_error_vs_oracle is not None and result.reference_error_vs_oracle is not None
+    assert result.rel_error_vs_oracle < FP32.oracle_ratio * result.reference_error_vs_oracle
+    assert not result.passed and result.code == "precision"
+    assert "within what fp32 rounding could explain" in result.message and "TF32" in result.message
+
+
+def test_an_honest_sequential_sum_of_positive_products_passes(positive_long_k: tuple[torch.Tensor, ...]) -> None:
+    a, b = positive_long_k
+    result = compare_values([_sequential_matmul(a, b)], _expected(torch.matmul, a, b), FP32)
+    assert result.passed, result.message

@@ -21,8 +21,19 @@ from kernelgrade.evaluator.rounding import Rounding
 
 # An output is taken for a lower-precision one when it is this much closer to what the reference gives on
 # inputs rounded to that format than to the float64 result: a TF32 or bf16 kernel lands within fp32 rounding
-# of the emulation (ratio near 0), any other wrong output about as far from it as from the truth (near 1).
+# of the emulation (0.15 measured for TF32 inputs summed in another order), an honest fp32 kernel at least as
+# far from it as from the truth (1 or more: the emulation's own error adds to its own).
 EMULATION_MATCH = 0.25
+# ... and only where the format visibly changes the result: its emulation at least this many times further
+# from float64 than PyTorch's fp32 (inputs exact in the format would make every honest kernel "match").
+EMULATION_DISTINCT = 4.0
+# An output no further from float64 than this many times PyTorch's own error is not compared with the
+# emulations: it cannot be a lower-precision result where the format is distinct, and skipping them keeps the
+# common case cheap.
+SIGNATURE_FROM = 2.0
+# Which emulations betray a format the policy does not allow (the tf32 policy allows TF32, and fp16 has its
+# mantissa).
+FORBIDDEN = {PrecisionKind.FP32: (Rounding.TF32, Rounding.FP16, Rounding.BF16), PrecisionKind.TF32: (Rounding.BF16,)}
 
 
 @dataclass(frozen=True)
@@ -187,9 +198,12 @@ class _OracleCheck:
             tf32 = view.emulated(Rounding.TF32)
             tf32_error = None if tf32 is None else relative_frobenius(tf32, self.oracle)
             limit = max(limit, (tf32_error or 0.0) / self.policy.tf32_margin)
-        if self._within(limit):
+        if not self._within(limit):
+            return self._failure(limit, tf32_error, view)
+        matched = self._matched_format(view) if self.vs_oracle > SIGNATURE_FROM * self.ref_vs_oracle else None
+        if matched is None:
             return Comparison(True, "ok", "", **self.errors)
-        return self._failure(limit, tf32_error, view)
+        return self._signature_failure(*matched)
 
     def _base_limit(self) -> float:
         policy = self.policy
@@ -222,8 +236,17 @@ class _OracleCheck:
         if matched is None:
             return Comparison(False, "values", f"{what}. {summary}", **self.errors)
         return Comparison(False, "precision", f"{what}. {summary} The output is what the reference computes on"
-                          f" inputs and weights rounded to {matched.described}: the kernel computes at that"
+                          f" inputs and weights rounded to {matched[0].described}: the kernel computes at that"
                           " precision, which this problem does not allow.", **self.errors)
+
+    def _signature_failure(self, rounding: Rounding, distance: float) -> Comparison:
+        """An error small enough for fp32 rounding, but the signature of a lower precision: on long sums of
+        positive values, round-to-nearest TF32 inputs average out to an error PyTorch's own fp32 can reach."""
+        return Comparison(False, "precision", f"{self.where}: its error against the float64 result"
+                          f" ({self.vs_oracle:.2g}) is within what fp32 rounding could explain, but the output is what"
+                          f" the reference computes on inputs and weights rounded to {rounding.described}"
+                          f" ({distance:.2g} from it): the kernel computes at that precision, which this problem"
+                          " does not allow.", **self.errors)
 
     def _got(self, index: int) -> str:
         return _got(self.o, self.oracle, index, "float64")
@@ -237,13 +260,16 @@ class _OracleCheck:
             text += f" (inputs rounded to TF32 give {tf32_error:.2g})"
         return text + "."
 
-    def _matched_format(self, view: _OracleView) -> Rounding | None:
-        """The lower-precision format whose emulation the output matches, if any."""
-        own = float(torch.linalg.vector_norm(self.o - self.oracle))
-        for rounding in Rounding:
+    def _matched_format(self, view: _OracleView) -> tuple[Rounding, float] | None:
+        """The forbidden lower-precision format whose emulation the output matches, and the output's relative
+        distance from that emulation; None if it matches none."""
+        for rounding in FORBIDDEN.get(self.policy.kind, ()):
             emulated = view.emulated(rounding)
-            if emulated is not None and float(torch.linalg.vector_norm(self.o - emulated)) <= EMULATION_MATCH * own:
-                return rounding
+            if emulated is None or relative_frobenius(emulated, self.oracle) < EMULATION_DISTINCT * self.ref_vs_oracle:
+                continue
+            distance = relative_frobenius(self.o, emulated)
+            if distance <= EMULATION_MATCH * self.vs_oracle:
+                return rounding, distance
         return None
 
 
