@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from kernelgrade.service.pool import WorkerPool
+from kernelgrade.service.worker.pool import WorkerPool
 
 from kernelgrade.config import Settings
 from kernelgrade.evaluator.sandbox.levels import SandboxUnavailable
@@ -56,7 +56,7 @@ def test_the_policy_names_the_opt_out_and_honours_it(tmp_path: Path) -> None:
 def test_an_unsandboxed_pool_warns_when_it_starts(database: Database, database_url: str, tmp_path: Path,
                                                   caplog: pytest.LogCaptureFixture) -> None:
     settings = base_settings(tmp_path, database_url, local_judges=-1, sandbox="none", allow_unsandboxed=True)
-    with caplog.at_level(logging.INFO, logger="kernelgrade.service.pool"):
+    with caplog.at_level(logging.INFO, logger="kernelgrade.service.worker.pool"):
         pool = WorkerPool.start(settings, database, polling=False)
     pool.stop()
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "NO SANDBOX" in r.getMessage()]
