@@ -56,6 +56,17 @@ def test_build_tools_on_path_bring_their_directories(tmp_path: Path) -> None:
     assert Path("/opt") not in paths
 
 
+def test_a_compiler_named_by_cc_brings_its_installation(tmp_path: Path) -> None:
+    # As on the GPU host: CC=/opt/gcc/bin/gcc, whose stddef.h lives under /opt/gcc/lib/gcc/...
+    prefix = tmp_path / "opt" / "gcc"
+    (prefix / "bin").mkdir(parents=True)
+    gcc = prefix / "bin" / "gcc"
+    gcc.write_text("#!/bin/sh\n")
+    gcc.chmod(0o755)
+    paths = _roots(tmp_path, PATH="/usr/bin", CC=str(gcc))
+    assert prefix in paths, "the compiler's own headers (lib/gcc/.../include) are missing from the view"
+
+
 def test_a_gpu_child_gets_the_driver_libraries_and_sys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     driver = tmp_path / "nvidia" / "lib64"
     driver.mkdir(parents=True)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from kernelgrade.service.worker.pool import WorkerPool
 
 from kernelgrade.config import Settings
 from kernelgrade.evaluator.sandbox.levels import SandboxUnavailable
 from kernelgrade.sandbox_policy import settings_launcher
+from kernelgrade.service.worker.pool import WorkerPool
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.submissions import get_submission
 from tests.service.conftest import base_settings

@@ -37,6 +37,11 @@ ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nss
 TOOL_DIR_VARIABLES = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDNN_HOME")
 # Programs a build runs, looked up on the child's PATH; their directories join the view.
 BUILD_TOOLS = ("c++", "g++", "gcc", "cc", "ninja", "nvcc")
+# Of those (and CC, CXX), the compilers, whose whole installation joins the view: a compiler finds its own
+# headers and helpers relative to where it is installed (gcc's lib/gcc/<target>/<version>/include holds
+# stddef.h; a GPU host's CC=/opt/gcc/bin/gcc has them under /opt/gcc), and ninja's dependency records name
+# those headers, so a build that cannot see them is redone and fails.
+COMPILERS = ("c++", "g++", "gcc", "cc", "nvcc")
 # The NVIDIA driver's user-space libraries (libcuda, libnvidia-*): a run child with a GPU needs them.
 DRIVER_LIBRARY_PREFIXES = ("libcuda.so", "libnvidia-")
 # Read by PyTorch's cpuinfo (processor counts and caches); without it PyTorch prints errors on import.
@@ -95,16 +100,17 @@ def python_roots() -> list[Path]:
 
 def tool_roots(env: Mapping[str, str]) -> list[Path]:
     """The toolchain the child's environment names: CUDA_HOME and the like, LD_LIBRARY_PATH, and the
-    directories of the build programs found on its PATH (for nvcc, the whole toolkit around it)."""
+    directories of the build programs found on its PATH (for a compiler, the whole installation around it)."""
     values = [env.get(name, "") for name in TOOL_DIR_VARIABLES] + env.get("LD_LIBRARY_PATH", "").split(":")
     roots = [Path(v) for v in values if v.startswith("/")]
     search = env.get("PATH", "")
+    compilers = {*COMPILERS, env.get("CC", ""), env.get("CXX", "")}
     for tool in (*BUILD_TOOLS, env.get("CC", ""), env.get("CXX", "")):
         found = shutil.which(tool, path=search) if tool else None
         if found and os.path.isabs(found):
             real = Path(os.path.realpath(found))
-            roots += [Path(found).parent, real.parent] + ([real.parent.parent] if tool == "nvcc" else [])
-    return roots
+            roots += [Path(found).parent, real.parent] + ([real.parent.parent] if tool in compilers else [])
+    return [r for r in roots if r != Path("/")]
 
 
 def driver_library_dirs(env: Mapping[str, str]) -> list[Path]:
