@@ -25,8 +25,11 @@ from kernelgrade.evaluator.rounding import Rounding
 # far from it as from the truth (1 or more: the emulation's own error adds to its own).
 EMULATION_MATCH = 0.25
 # ... and only where the format visibly changes the result: its emulation at least this many times further
-# from float64 than PyTorch's fp32 (inputs exact in the format would make every honest kernel "match").
-EMULATION_DISTINCT = 4.0
+# from float64 than PyTorch's fp32. An honest kernel's rounding is independent of the format's, so it is never
+# nearer the emulation than float64; the guard only excludes a format that changes (almost) nothing, whose
+# emulation is then the reference itself. TF32 inputs measured 3.4x PyTorch's error on the H100's
+# A.T @ B.T and tall-skinny matmuls, which a higher bar would let through.
+EMULATION_DISTINCT = 2.0
 # An output no further from float64 than this many times PyTorch's own error is not compared with the
 # emulations: it cannot be a lower-precision result where the format is distinct, and skipping them keeps the
 # common case cheap.

@@ -122,9 +122,12 @@ _lock = _SwitchLock()
 @contextmanager
 def held(flags: TimingFlags = TimingFlags.STRICT) -> Iterator[None]:
     """Run the block under `flags`, safe against other judge threads; strict again afterwards. Not reentrant:
-    a block inside another would wait for itself once an exclusive holder queues."""
+    a block inside another would wait for itself once an exclusive holder queues. Strict blocks set the
+    switches themselves: PyTorch's defaults run cuDNN convolutions in TF32, and a caller that never set them
+    (a test, a benchmark) would otherwise get a TF32 reference."""
     if flags is TimingFlags.STRICT:
         with _lock.shared():
+            set_strict()
             yield
         return
     with _lock.exclusive():
