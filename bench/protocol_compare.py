@@ -71,34 +71,31 @@ def kernelbench_mean(fn: Call, args: Sequence[Any], device: torch.device) -> flo
     flush = torch.empty(KB_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
     for _ in range(KB_WARMUP):
         fn(*args)
-    torch.cuda.synchronize(device)
-    times = []
-    for _ in range(KB_TRIALS + 1):
-        torch.cuda.synchronize(device)
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(*args)
-        end.record()
-        torch.cuda.synchronize(device)
-        times.append(start.elapsed_time(end))
+    times = [_event_time(fn, args, device, flush.zero_, synchronize_after_flush=False)
+             for _ in range(KB_TRIALS + 1)]
     return statistics.fmean(times[1:])
 
 
 def synchronized_median(fn: Call, args: Sequence[Any], device: torch.device, flusher: timing.Flusher,
                         reps: int) -> float:
     """kernelgrade's loop as it was: flush, device synchronize, start event, call, end event, synchronize."""
-    times = []
-    for _ in range(reps):
-        flusher.flush()
+    return statistics.median(_event_time(fn, args, device, flusher.flush, synchronize_after_flush=True)
+                             for _ in range(reps))
+
+
+def _event_time(fn: Call, args: Sequence[Any], device: torch.device, flush: Callable[[], Any],
+                synchronize_after_flush: bool) -> float:
+    """One sample: synchronize, flush, (synchronize,) start event, call, end event, synchronize."""
+    torch.cuda.synchronize(device)
+    flush()
+    if synchronize_after_flush:
         torch.cuda.synchronize(device)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(*args)
-        end.record()
-        torch.cuda.synchronize(device)
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn(*args)
+    end.record()
+    torch.cuda.synchronize(device)
+    return float(start.elapsed_time(end))
 
 
 def time_three_ways(fn: Call, args: list[Any], device: torch.device, params: TimingParams) -> Timed:

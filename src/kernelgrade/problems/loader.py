@@ -19,8 +19,9 @@ from __future__ import annotations
 import ast
 import hashlib
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kernelgrade.evaluator.request import (
     DeviceKind,
@@ -39,6 +40,8 @@ REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 class ProblemFormatError(ValueError):
     """The file is not a usable problem; the message says what is missing."""
 
+
+Choice = TypeVar("Choice", bound=StrEnum)
 
 @dataclass(frozen=True)
 class Problem:
@@ -221,21 +224,20 @@ def _policy(meta: dict[str, Any]) -> PrecisionPolicy:
 
 
 def _timing_flags(meta: dict[str, Any]) -> TimingFlags:
-    value = meta.get("timing_flags", TimingFlags.STRICT.value)
-    try:
-        return TimingFlags(value)
-    except ValueError:
-        choices = " or ".join(repr(t.value) for t in TimingFlags)
-        raise ValueError(f"timing_flags must be {choices}, not {value!r}") from None
+    return _choice(meta, "timing_flags", TimingFlags, TimingFlags.STRICT)
 
 
 def _torch_ops(meta: dict[str, Any]) -> TorchOps:
-    value = meta.get("torch_ops", TorchOps.REPORT.value)
+    return _choice(meta, "torch_ops", TorchOps, TorchOps.REPORT)
+
+
+def _choice(meta: dict[str, Any], key: str, choices: type[Choice], default: Choice) -> Choice:
+    value = meta.get(key, default.value)
     try:
-        return TorchOps(value)
+        return choices(value)
     except ValueError:
-        choices = " or ".join(repr(t.value) for t in TorchOps)
-        raise ValueError(f"torch_ops must be {choices}, not {value!r}") from None
+        named = " or ".join(repr(c.value) for c in choices)
+        raise ValueError(f"{key} must be {named}, not {value!r}") from None
 
 
 def _opt_float(value: Any) -> float | None:

@@ -15,11 +15,7 @@ from kernelgrade.evaluator.request import TimingFlags
 
 def set_strict() -> None:
     """True fp32 everywhere: no TF32 in matmul or cuDNN, no reduced-precision reductions."""
-    torch.set_float32_matmul_precision("highest")
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
-    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    _switch(cudnn_tf32=False, reduced_reductions=False)
 
 
 # Attributes of torch.backends that change how torch rounds fp32 work. Some exist only in newer torch
@@ -64,11 +60,15 @@ def snapshot() -> dict[str, str]:
 
 def set_pytorch_defaults() -> None:
     """PyTorch's own defaults: cuDNN may use TF32, matmul stays fp32, reduced-precision reductions allowed."""
+    _switch(cudnn_tf32=True, reduced_reductions=True)
+
+
+def _switch(cudnn_tf32: bool, reduced_reductions: bool) -> None:
     torch.set_float32_matmul_precision("highest")
     torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = True
-    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = True
-    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True
+    torch.backends.cudnn.allow_tf32 = cudnn_tf32
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = reduced_reductions
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = reduced_reductions
 
 
 def apply(flags: TimingFlags) -> None:
