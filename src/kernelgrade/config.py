@@ -74,6 +74,10 @@ class Settings:
     # Judges of the embedded pool: -1 = one per visible GPU, or one CPU judge when there is none; 0 = no
     # embedded pool (API only, workers run elsewhere).
     local_judges: int = -1
+    # Run children each judge keeps started and warm (torch imported, device context made) for the next
+    # submissions, and whether it keeps references with their expected outputs between evaluations. 0: start
+    # each child on demand and keep nothing, as a one-off `kernelgrade eval` does.
+    warm_children: int = 1
     # An idle judge looks for queued jobs this often when nothing wakes it (jobs queued by another process).
     poll_seconds: float = 2.0
     # Where `kernelgrade submit` sends submissions; empty: http://{host}:{port}.

@@ -12,6 +12,7 @@ stages), child/ (what runs inside the box), integrity/ (the checks on the child'
 from kernelgrade.evaluator.judge.compile import CompileOutcome
 from kernelgrade.evaluator.judge.pipeline import evaluate, precompile
 from kernelgrade.evaluator.judge.progress import Progress, ProgressFn
+from kernelgrade.evaluator.judge.warm import Warm
 from kernelgrade.evaluator.request import (
     BaselinePlan,
     DeviceKind,
@@ -44,5 +45,5 @@ __all__ = [
     "BaselinePlan", "BaselineStatus", "ChildSpec", "CompileOutcome", "CompiledBaseline", "DeviceKind", "Environment",
     "EvalRequest", "EvalResult", "Failure", "Finding", "Launcher", "Limits", "PrecisionKind", "PrecisionPolicy",
     "ProblemSpec", "Progress", "ProgressFn", "Severity", "Stage", "SubprocessLauncher", "TimingFlags", "TimingMethod",
-    "TimingParams", "TimingStats", "TrialPlan", "TrialResult", "Verdict", "evaluate", "precompile",
+    "TimingParams", "TimingStats", "TrialPlan", "TrialResult", "Verdict", "Warm", "evaluate", "precompile",
 ]

@@ -6,6 +6,7 @@ Run as `python -m kernelgrade.evaluator.child.compile_child`; one command in, on
 
 from __future__ import annotations
 
+import os
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -16,16 +17,20 @@ from torch.utils import cpp_extension
 
 from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.child.channel import ChildChannel
+from kernelgrade.evaluator.child.prebuilt import call_digest, library_of
 from kernelgrade.evaluator.child.submission_module import import_submission
 
 
 class BuildRecorder:
-    """Wraps load/load_inline to record every build and its error, even when the submission catches it."""
+    """Wraps load/load_inline to record every build and its error, even when the submission catches it.
+    A load_inline build is also recorded by the digest of its arguments and its library's place, so the run
+    child can import it without building (prebuilt.py)."""
 
     def __init__(self) -> None:
         self.builds: list[dict[str, Any]] = []
+        self.extensions_dir = Path(os.environ.get("TORCH_EXTENSIONS_DIR", "."))
 
-    def wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(self, original: Callable[..., Any], inline: bool) -> Callable[..., Any]:
         def recording(*args: Any, **kwargs: Any) -> Any:
             name = str(kwargs.get("name", args[0] if args else "?"))
             try:
@@ -33,14 +38,20 @@ class BuildRecorder:
             except BaseException as exc:
                 self.builds.append({"name": name, "ok": False, "error": f"{type(exc).__name__}: {exc}"})
                 raise
-            self.builds.append({"name": name, "ok": True, "error": ""})
+            self.builds.append({"name": name, "ok": True, "error": "", **self._prebuilt(inline, args, kwargs, result)})
             return result
 
         return recording
 
+    def _prebuilt(self, inline: bool, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> dict[str, Any]:
+        found = library_of(result, self.extensions_dir) if inline else None
+        if found is None:
+            return {}
+        return {"prebuilt": {"digest": call_digest(args, kwargs), "library": found[0], "python_module": found[1]}}
+
     def install(self) -> None:
-        cpp_extension.load_inline = self.wrap(cpp_extension.load_inline)
-        cpp_extension.load = self.wrap(cpp_extension.load)
+        cpp_extension.load_inline = self.wrap(cpp_extension.load_inline, inline=True)
+        cpp_extension.load = self.wrap(cpp_extension.load, inline=False)
 
 
 def build(command: dict[str, Any]) -> dict[str, Any]:

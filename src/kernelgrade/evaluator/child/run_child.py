@@ -23,6 +23,7 @@ import torch
 from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.child.channel import ChildChannel
+from kernelgrade.evaluator.child.prebuilt import Prebuilt, importing
 from kernelgrade.evaluator.child.submission_module import import_submission
 from kernelgrade.evaluator.compare import flatten_outputs
 from kernelgrade.evaluator.integrity import precision_flags
@@ -90,11 +91,13 @@ class ExtensionWatch:
         self.tampered = False
         self._installed = self._hook  # one bound method, so that the identity check below means something
 
-    def install(self) -> None:
+    def install(self, prebuilt: list[Prebuilt]) -> None:
+        """load_inline answers the compile child's recorded builds by importing their libraries."""
         from torch.utils import cpp_extension
 
-        for name in ("load_inline", "load"):
-            setattr(cpp_extension, name, self._recording(getattr(cpp_extension, name)))
+        extensions_dir = Path(os.environ.get("TORCH_EXTENSIONS_DIR", "."))
+        cpp_extension.load_inline = self._recording(importing(prebuilt, extensions_dir, cpp_extension.load_inline))
+        cpp_extension.load = self._recording(cpp_extension.load)
 
     def _recording(self, build: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(build)
@@ -148,6 +151,7 @@ class Harness:
     def __init__(self) -> None:
         self.model: Any = None
         self.device = torch.device("cpu")
+        self.warmed = False
         self.flags_before: dict[str, str] = {}
         self.threads_before = 0
         self.guard: Guard | None = None
@@ -166,7 +170,7 @@ class Harness:
 
     def handle(self, command: dict[str, Any]) -> dict[str, Any]:
         op = command.get("op")
-        handler = {"load": self.load, "call": self.call, "warmup": self.warmup, "time": self.time,
+        handler = {"warm": self.warm, "load": self.load, "call": self.call, "warmup": self.warmup, "time": self.time,
                    "timed_outputs": self.timed_outputs}.get(str(op))
         if handler is None:
             return {"ok": False, "kind": "protocol", "error": f"unknown op {op!r}"}
@@ -185,15 +189,26 @@ class Harness:
         except BaseException as exc:  # SystemExit and KeyboardInterrupt from submission code included
             raise SubmissionFailed(_format_exception(exc)) from None
 
-    def load(self, command: dict[str, Any]) -> dict[str, Any]:
+    def warm(self, command: dict[str, Any]) -> dict[str, Any]:
+        """Everything before the submission that takes time: torch's device context and library handles. A
+        warm child waits here, so that only loading the submission is left when its turn comes."""
         self.device = torch.device(command["device"])
         precision_flags.set_strict()
         torch.set_grad_enabled(False)
         _prewarm(self.device)
+        self.warmed = True
+        return {}
+
+    def load(self, command: dict[str, Any]) -> dict[str, Any]:
+        if not self.warmed or torch.device(command["device"]) != self.device:
+            self.warm(command)
+        precision_flags.set_strict()
+        torch.set_grad_enabled(False)
         self.flags_before = precision_flags.snapshot()
         self.l2 = PersistingL2() if self.device.type == "cuda" else None
         self.l2_expected = self.l2.limit() if self.l2 else 0
-        self.extensions.install()
+        prebuilt = [p for p in map(Prebuilt.from_json, command.get("prebuilt", [])) if p is not None]
+        self.extensions.install(prebuilt)
         self.guard = Guard.take()
         with self.extensions.watching():
             module = self._run_submission(import_submission, Path(command["submission"]))

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from kernelgrade.evaluator.child.prebuilt import Prebuilt
 from kernelgrade.evaluator.judge.compiler_output import first_errors
 from kernelgrade.evaluator.result import Failure, Stage
 from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
@@ -28,7 +29,7 @@ from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, Chi
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher, ResourceLimits
 
 # Bump when the compile child's behaviour changes, so old cache entries are not trusted.
-HARNESS_VERSION = "1"
+HARNESS_VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class CompileOutcome:
     failure: Failure | None
     log: str
     builds: int
+    prebuilt: tuple[Prebuilt, ...] = ()  # what the run child may import without building
 
 
 def cache_key(source: str, target: BuildTarget) -> str:
@@ -108,7 +110,8 @@ def _reply_status(reply: dict[str, Any], log: str, build_dir: str) -> dict[str, 
     builds = reply.get("builds") or []
     failed = [b for b in builds if not b.get("ok")]
     if not failed:
-        return {"ok": True, "cacheable": True, "log": log[-20000:], "builds": len(builds)}
+        prebuilt = [b["prebuilt"] for b in builds if isinstance(b.get("prebuilt"), dict)]
+        return {"ok": True, "cacheable": True, "log": log[-20000:], "builds": len(builds), "prebuilt": prebuilt}
     errors = "\n".join(str(b.get("error", "")) for b in failed)
     excerpt = first_errors(errors + "\n" + log, build_dir)
     names = ", ".join(str(b.get("name")) for b in failed)
@@ -129,7 +132,9 @@ def _outcome(entry: Path, status: dict[str, Any], cache_hit: bool) -> CompileOut
     if not status.get("ok"):
         failure = Failure(Stage.COMPILE, str(status.get("code")), str(status.get("message")),
                           detail=str(status.get("detail", "")))
-    return CompileOutcome(entry / "ext", cache_hit, failure, str(status.get("log", "")), int(status.get("builds", 0)))
+    prebuilt = tuple(p for p in map(Prebuilt.from_json, status.get("prebuilt", [])) if p is not None)
+    return CompileOutcome(entry / "ext", cache_hit, failure, str(status.get("log", "")), int(status.get("builds", 0)),
+                          prebuilt)
 
 
 def _read_status(entry: Path) -> dict[str, Any] | None:

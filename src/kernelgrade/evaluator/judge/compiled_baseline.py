@@ -89,9 +89,7 @@ def measure(job: BaselineJob, launcher: Launcher) -> CompiledBaseline:
     device = job.reference.device
     module = job.work_dir / "compiled_reference.py"
     module.write_text(compiled_source(job.reference.problem.source, job.plan.mode))
-    extensions = job.work_dir / "baseline_extensions"
-    extensions.mkdir(exist_ok=True)
-    session = RunSession(launcher, job.work_dir, extensions, device.index if device.type == "cuda" else None,
+    session = RunSession(launcher, job.work_dir, device.index if device.type == "cuda" else None,
                          {**dict(job.extra_env), **inductor_env(job.work_dir)})
     try:
         return _measured(job, session)
@@ -110,7 +108,7 @@ class _WrongOutput(Exception):
 def _measured(job: BaselineJob, session: RunSession) -> CompiledBaseline:
     device, limits = job.reference.device, job.limits
     session.load(job.work_dir / "compiled_reference.py", job.init_inputs, job.seed,
-                 "cuda:0" if device.type == "cuda" else "cpu", limits.load_s)
+                 "cuda:0" if device.type == "cuda" else "cpu", (), limits.load_s)
     started = time.perf_counter()
     session.warmup(list(job.timing_sets), job.params, job.flush_bytes, job.plan.compile_s + limits.timing_s)
     compile_seconds = time.perf_counter() - started

@@ -37,7 +37,7 @@ def check_correctness(job: Job, record: Record, session: RunSession, reference: 
     """Returns the last call's integrity report, whose extension record the pipeline reads afterwards."""
     integrity: Integrity | None = None
     with job.in_stage(Stage.CORRECTNESS, "checking correctness"):
-        trials = trial_seeds(job.request.trials, job.secret)
+        trials = trial_seeds(job.request.trials, job.secret, job.secret_seeds())
         for done, trial in enumerate(trials):
             job.report(Stage.CORRECTNESS, "correctness", done, len(trials))
             integrity = _run_trial(job, record, session, reference, trial)
@@ -45,20 +45,21 @@ def check_correctness(job: Job, record: Record, session: RunSession, reference: 
     return integrity
 
 
-def trial_seeds(plan: TrialPlan, secret: str) -> list[Trial]:
-    """Public trials derive from the request's seed alone; secret ones and the timing sets also from the
-    secret, which never reaches the child (it gets input files, never seeds)."""
+def trial_seeds(plan: TrialPlan, secret: str, pooled: list[int] | None = None) -> list[Trial]:
+    """Public trials derive from the request's seed alone; secret ones from the judge's pool of random seeds
+    (reference_cache.py) or else from the secret, which never reaches the child (it gets input files, never
+    seeds)."""
     public = [Trial(i, False, derive_seed(plan.seed, "trial", i, "")) for i in range(plan.public_trials)]
-    hidden = [Trial(plan.public_trials + j, True, derive_seed(plan.seed, "secret", j, secret))
-              for j in range(plan.secret_trials)]
+    seeds = pooled if pooled is not None else [derive_seed(plan.seed, "secret", j, secret)
+                                               for j in range(plan.secret_trials)]
+    hidden = [Trial(plan.public_trials + j, True, seed) for j, seed in enumerate(seeds)]
     return public + hidden
 
 
 def _run_trial(job: Job, record: Record, session: RunSession, reference: Reference, trial: Trial) -> Integrity:
-    inputs = reference.make_inputs(trial.seed)
     started = time.perf_counter()
-    expected = reference.expected(inputs)
-    settle = settle_s(time.perf_counter() - started)
+    inputs, expected = reference.trial(trial.seed)
+    settle = settle_s(max(time.perf_counter() - started, reference.expected_s))
     inputs_path, outputs_path = job.work_dir / "trial_inputs.kgt", job.work_dir / "trial_outputs.kgt"
     tensorfile.save(inputs_path, inputs)
     reply = session.call(inputs_path, outputs_path, [r.numel() * r.element_size() for r in expected.refs],

@@ -17,6 +17,8 @@ import torch
 
 from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.judge.progress import Progress, ProgressFn
+from kernelgrade.evaluator.judge.reference import Reference
+from kernelgrade.evaluator.judge.warm import Warm
 from kernelgrade.evaluator.request import EvalRequest, PrecisionKind, PrecisionPolicy, TimingFlags, TimingParams
 from kernelgrade.evaluator.result import Stage
 from kernelgrade.evaluator.sandbox.launcher import Launcher
@@ -30,18 +32,39 @@ class Job:
     device: torch.device
     secret: str
     work_dir: Path
+    warm: Warm
     stage: Stage = Stage.VALIDATE  # the stage a grader fault is charged to
     stage_seconds: list[tuple[str, float]] = field(default_factory=list)
+    earlier_dirs: list[Path] = field(default_factory=list)
 
     @classmethod
-    def start(cls, request: EvalRequest, launcher: Launcher, progress: ProgressFn) -> Job:
+    def start(cls, request: EvalRequest, launcher: Launcher, progress: ProgressFn, warm: Warm) -> Job:
         cuda = request.problem.device.value == "cuda"
         device = torch.device(f"cuda:{request.device_index}") if cuda else torch.device("cpu")
         # Secret trials and timing inputs must be unpredictable even where the deployment set no secret.
         secret = request.trials.secret or secrets.token_hex(16)
         request.work_root.mkdir(parents=True, exist_ok=True)
         work_dir = Path(tempfile.mkdtemp(prefix="job-", dir=request.work_root))
-        return cls(request, launcher, progress, device, secret, work_dir)
+        return cls(request, launcher, progress, device, secret, work_dir, warm)
+
+    def reference(self) -> Reference:
+        """The problem's reference: the judge's kept one where it keeps them."""
+        problem, seed = self.request.problem, self.request.trials.seed
+        if self.warm.references is None:
+            return Reference(problem, self.device, seed)
+        return self.warm.references.reference(problem, self.device, seed)
+
+    def secret_seeds(self) -> list[int] | None:
+        """Seeds for the secret trials from the judge's refreshed pool; None where it keeps no references
+        (the trials then derive from the secret)."""
+        if self.warm.references is None:
+            return None
+        return self.warm.references.secret_seeds(self.request.problem, self.device, self.request.trials.secret_trials)
+
+    def adopt(self, work_dir: Path) -> None:
+        """From here on the job works in the run child's dir (the only one that child sees)."""
+        self.earlier_dirs.append(self.work_dir)
+        self.work_dir = work_dir
 
     @property
     def timing_params(self) -> TimingParams:
@@ -91,7 +114,8 @@ class Job:
                 raise RuntimeError("the GPU gave a wrong answer to a health probe after the child ended")
 
     def cleanup(self) -> None:
-        shutil.rmtree(self.work_dir, ignore_errors=True)
+        for path in (*self.earlier_dirs, self.work_dir):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from kernelgrade.evaluator.child.prebuilt import Prebuilt
 from kernelgrade.evaluator.child.submission_module import load_problem_module
 from kernelgrade.evaluator.integrity.crosscheck import extension_findings, process_findings
 from kernelgrade.evaluator.integrity.proctree import count_tree
@@ -30,18 +31,24 @@ from kernelgrade.evaluator.judge.outcome import Verdicted, build_result, complet
 from kernelgrade.evaluator.judge.progress import ProgressFn
 from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.judge.reference import Reference
+from kernelgrade.evaluator.judge.run_children import ChildKind
 from kernelgrade.evaluator.judge.session import RunSession, StageFailed
 from kernelgrade.evaluator.judge.timing_stage import TimingSets, time_candidate
 from kernelgrade.evaluator.judge.validate import validate_submission
+from kernelgrade.evaluator.judge.warm import Warm
 from kernelgrade.evaluator.request import EvalRequest
 from kernelgrade.evaluator.result import EvalResult, Failure, Stage, Verdict
 from kernelgrade.evaluator.sandbox.launcher import Launcher, SubprocessLauncher
 
 
-def evaluate(request: EvalRequest, launcher: Launcher | None = None,
-             progress: ProgressFn | None = None) -> EvalResult:
-    """Grade one submission. Never raises for anything the submission does."""
-    job = Job.start(request, launcher or SubprocessLauncher(), progress or (lambda _p: None))
+def evaluate(request: EvalRequest, launcher: Launcher | None = None, progress: ProgressFn | None = None,
+             warm: Warm | None = None) -> EvalResult:
+    """Grade one submission. Never raises for anything the submission does. `warm`: what a long-lived judge
+    keeps between evaluations (run children started ahead, references); by default nothing is kept."""
+    launcher = launcher or SubprocessLauncher()
+    own = warm is None
+    warm = warm or Warm.nothing(launcher, request.work_root, request.cache_dir)
+    job = Job.start(request, launcher, progress or (lambda _p: None), warm)
     record = Record()
     try:
         return _grade(job, record)
@@ -49,6 +56,8 @@ def evaluate(request: EvalRequest, launcher: Launcher | None = None,
         return grader_error(job, record)
     finally:
         job.cleanup()
+        if own:
+            warm.close()
 
 
 def _grade(job: Job, record: Record) -> EvalResult:
@@ -71,14 +80,30 @@ def _validate(job: Job) -> Failure | None:
 
 
 def _run_stages(job: Job, record: Record) -> None:
-    reference = Reference(job.request.problem, job.device, job.request.trials.seed)
+    with job.in_stage(Stage.VALIDATE, "preparing the reference"):
+        reference = job.reference()
     files = SubmissionFiles.write(job.work_dir, job.request.submission, reference.init_inputs)
     target = build_target(job.request)
     compiled = _compile(job, record, files, target)
     env = arch_env(target)
-    session = RunSession(job.launcher, job.work_dir, compiled.extensions_dir, job.gpu_index, env)
-    timed = _in_run_child(job, record, session, reference, files)
+    session = _run_child(job, env)
+    session.stage_extensions(compiled.extensions_dir, compiled.prebuilt)
+    job.adopt(session.work_dir)
+    files = SubmissionFiles.write(job.work_dir, job.request.submission, reference.init_inputs)
+    timed = _in_run_child(job, record, session, reference, files, compiled.prebuilt)
     _compiled_baseline(job, record, reference, files.init_inputs, timed, env)
+
+
+def _run_child(job: Job, env: dict[str, str]) -> RunSession:
+    """A warm child where the judge keeps them; else one started now. One that cannot even start is the
+    grader's fault (a broken sandbox or torch), not the submission's."""
+    started = time.monotonic()
+    try:
+        return job.warm.children.take(ChildKind(job.gpu_index, job.child_device, tuple(sorted(env.items()))))
+    except StageFailed as failed:
+        raise RuntimeError(f"the run child did not start: {failed.failure.message}") from None
+    finally:
+        job.add_seconds("child_start", started)
 
 
 def _compile(job: Job, record: Record, files: SubmissionFiles, target: BuildTarget) -> CompileOutcome:
@@ -93,11 +118,11 @@ def _compile(job: Job, record: Record, files: SubmissionFiles, target: BuildTarg
 
 
 def _in_run_child(job: Job, record: Record, session: RunSession, reference: Reference,
-                  files: SubmissionFiles) -> TimingSets | None:
+                  files: SubmissionFiles, prebuilt: tuple[Prebuilt, ...]) -> TimingSets | None:
     """Load, correctness and timing share one run child. However it ends, its output is kept, and the
     judge's own device must still work afterwards."""
     try:
-        return _child_stages(job, record, session, reference, files)
+        return _child_stages(job, record, session, reference, files, prebuilt)
     except StageFailed as failed:
         raise Verdicted(failed.failure) from None
     finally:
@@ -107,8 +132,8 @@ def _in_run_child(job: Job, record: Record, session: RunSession, reference: Refe
 
 
 def _child_stages(job: Job, record: Record, session: RunSession, reference: Reference,
-                  files: SubmissionFiles) -> TimingSets | None:
-    baseline = load_model(job, record, session, files)
+                  files: SubmissionFiles, prebuilt: tuple[Prebuilt, ...]) -> TimingSets | None:
+    baseline = load_model(job, record, session, files, prebuilt)
     integrity = check_correctness(job, record, session, reference)
     if integrity is not None:
         record.note(extension_findings(integrity.extensions, "torch.ops." in job.request.submission))

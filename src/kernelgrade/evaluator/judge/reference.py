@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,8 +35,16 @@ def to_device(values: Sequence[Any], device: torch.device) -> list[Any]:
 
 
 class Reference:
-    def __init__(self, problem: ProblemSpec, device: torch.device, weight_seed: int) -> None:
+    def __init__(self, problem: ProblemSpec, device: torch.device, weight_seed: int, keep_trials: int = 0,
+                 keep_bytes: int = 0) -> None:
+        """`keep_trials`, `keep_bytes`: how many trials' inputs and expected outputs to keep for later calls
+        of trial() (reference_cache.py), and how much memory they may hold."""
         self.problem = problem
+        self.keep_trials, self.keep_bytes = keep_trials, keep_bytes
+        self._trials: dict[int, tuple[list[Any], Expected, int]] = {}
+        # How long computing a trial's expected outputs took: a kept trial still gets the settle time its
+        # computation would have given it (settle.py).
+        self.expected_s = 0.0
         self.device = device
         self.module = load_problem_module(problem.source, problem.name)
         self.init_inputs = list(self.module.get_init_inputs())
@@ -49,6 +58,20 @@ class Reference:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             return list(self.module.get_inputs())
+
+    def trial(self, seed: int) -> tuple[list[Any], Expected]:
+        """A trial's inputs and what the judge expects for them; kept for the next evaluation when room."""
+        kept = self._trials.get(seed)
+        if kept is not None:
+            return kept[0], kept[1]
+        inputs = self.make_inputs(seed)
+        started = time.perf_counter()
+        expected = self.expected(inputs)
+        self.expected_s = max(self.expected_s, time.perf_counter() - started)
+        size = _nbytes([*inputs, *expected.refs, *(expected.oracles or [])])
+        if len(self._trials) < self.keep_trials and sum(t[2] for t in self._trials.values()) + size <= self.keep_bytes:
+            self._trials[seed] = (inputs, expected, size)
+        return inputs, expected
 
     def forward(self, inputs: Sequence[Any]) -> Any:
         with torch.no_grad():
@@ -92,6 +115,10 @@ class Reference:
             out = self._rounded_models[rounding](*rounded)
         device_synchronize(self.device)
         return [t.detach() for t in flatten_outputs(out)]
+
+
+def _nbytes(values: Sequence[Any]) -> int:
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
 def save_timing_sets(reference: Reference, work_dir: Path, count: int, seed: int,

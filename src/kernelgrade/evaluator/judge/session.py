@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+import shutil
 import time
 from pathlib import Path
 from typing import Any
 
+from kernelgrade.evaluator.child.prebuilt import Prebuilt
 from kernelgrade.evaluator.child.replies import CallReply, Integrity, TimedOutputsReply, TimedReply
 from kernelgrade.evaluator.compare import OutputMeta
 from kernelgrade.evaluator.request import TimingParams
@@ -31,18 +33,32 @@ class StageFailed(Exception):
 
 
 class RunSession:
-    def __init__(self, launcher: Launcher, work_dir: Path, extensions_dir: Path, gpu_index: int | None,
-                 extra_env: dict[str, str]) -> None:
-        env = child_env(work_dir, extensions_dir, extra_env)
-        # The build dir is writable because load_inline rewrites its build file and lock even when the build
-        # is current; other jobs' dirs (siblings of the work dir and of the cache entry) stay hidden.
+    """One run child, started before its submission is known: it sees only its own work dir, whose `ext/`
+    receives the submission's prebuilt libraries (stage_extensions) just before `load`."""
+
+    def __init__(self, launcher: Launcher, work_dir: Path, gpu_index: int | None, extra_env: dict[str, str],
+                 hidden: tuple[Path, ...] = ()) -> None:
+        self.work_dir = work_dir
+        self.extensions_dir = work_dir / "ext"
+        self.extensions_dir.mkdir(exist_ok=True)
+        env = child_env(work_dir, self.extensions_dir, extra_env)
         spec = ChildSpec(python_argv("kernelgrade.evaluator.child.run_child"), env, work_dir,
-                         writable=(extensions_dir,), readable=(package_root(),), gpu_index=gpu_index,
-                         hidden=(work_dir.parent, extensions_dir.parent.parent))
+                         readable=(package_root(),), gpu_index=gpu_index, hidden=(work_dir.parent, *hidden))
         self.child = ChildProcess(launcher.popen(spec))
         # Replies must carry this key and the request's sequence number (THREATS.md 18).
         self._key = secrets.token_hex(16)
         self._seq = 0
+
+    def stage_extensions(self, built: Path, prebuilt: tuple[Prebuilt, ...]) -> None:
+        """Copy the compiled libraries (only those: never other jobs' builds) where the child imports them."""
+        for entry in prebuilt:
+            target = self.extensions_dir / entry.library
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(built / entry.library, target)
+
+    def warm(self, device: str, timeout: float) -> None:
+        """Import torch, create the device's context and its libraries' handles, before any submission."""
+        self._request(Stage.LOAD, {"op": "warm", "device": device, "channel_key": self._key}, timeout)
 
     def close(self) -> None:
         self.child.kill()
@@ -74,9 +90,11 @@ class RunSession:
                                       detail=str(reply.get("error", ""))), timed_out=False)
         return reply
 
-    def load(self, submission: Path, init_inputs: Path, seed: int, device: str, timeout: float) -> Integrity:
+    def load(self, submission: Path, init_inputs: Path, seed: int, device: str, prebuilt: tuple[Prebuilt, ...],
+             timeout: float) -> Integrity:
         reply = self._request(Stage.LOAD, {"op": "load", "submission": str(submission),
                                            "init_inputs": str(init_inputs), "seed": seed, "device": device,
+                                           "prebuilt": [p.to_json() for p in prebuilt],
                                            "channel_key": self._key}, timeout)
         return Integrity.from_reply(reply)
 
@@ -127,7 +145,8 @@ def _forged(stage: Stage, message: dict[str, Any], what: str, output: str) -> Fa
 
 
 def _what(message: dict[str, Any]) -> str:
-    return {"load": "loading ModelNew", "call": "forward()", "warmup": "warm-up", "time": "the timing loop",
+    return {"warm": "starting the run child",
+            "load": "loading ModelNew", "call": "forward()", "warmup": "warm-up", "time": "the timing loop",
             "timed_outputs": "writing timed outputs"}.get(
         str(message.get("op")), "the child")
 

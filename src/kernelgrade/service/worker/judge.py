@@ -21,7 +21,7 @@ from enum import Enum
 import torch
 
 from kernelgrade.config import Settings
-from kernelgrade.evaluator import CompiledBaseline, EvalRequest, EvalResult, Launcher, Progress, Stage, evaluate
+from kernelgrade.evaluator import CompiledBaseline, EvalRequest, EvalResult, Launcher, Progress, Stage, Warm, evaluate
 from kernelgrade.service.worker.grading_request import RequestBuilder, problem_spec
 from kernelgrade.service.worker.job_outcome import baseline_to_store, grader_fault, outcome_from_result, stored_baseline
 from kernelgrade.service.worker.judges import JudgeSlot
@@ -64,10 +64,17 @@ class Judge:
         self.launcher, self.wake, self.stopping = launcher, wake, stopping
         self.builder = RequestBuilder(settings)
         self.state = JudgeState()
+        self.warm = (Warm.keeping(launcher, settings.work_root, settings.cache_dir, settings.warm_children)
+                     if settings.warm_children > 0 else None)
         self.thread = threading.Thread(target=self._loop, name=f"judge-{slot.name}", daemon=True)
 
     def start(self) -> None:
         self.thread.start()
+
+    def close(self) -> None:
+        """Stop the warm children this judge keeps."""
+        if self.warm is not None:
+            self.warm.close()
 
     def _loop(self) -> None:
         while not self.stopping.is_set():
@@ -112,7 +119,7 @@ class Judge:
     def _evaluate(self, job: ClaimedJob) -> Graded:
         """Never raises: a fault of the grader itself becomes verdict `error` (retried up to the cap)."""
         try:
-            result: EvalResult = evaluate(self.request_for(job), self.launcher, ProgressWriter(self, job))
+            result: EvalResult = evaluate(self.request_for(job), self.launcher, ProgressWriter(self, job), self.warm)
         except Exception as exc:
             return Graded(grader_fault(exc, job.problem.name, job.problem.content_hash))
         return Graded(outcome_from_result(result), baseline_to_store(result))

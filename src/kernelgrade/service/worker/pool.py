@@ -136,6 +136,8 @@ class WorkerPool:
             if thread.ident is None:  # never started (a pool without polling)
                 continue
             thread.join(timeout=STOP_JOIN_S if thread is self.heartbeat else 0.1)
+        for judge in self.judges:
+            judge.close()
         return given_back
 
 

@@ -1,0 +1,106 @@
+"""Run children started before their submissions are known.
+
+Starting a sandboxed child, importing torch and creating its CUDA context takes seconds, and none of it
+depends on the submission. A long-lived judge keeps `spares` children per (device, environment) that have
+done all of that and wait, each in a fresh work dir of its own; an evaluation takes one, copies its built
+libraries in and loads the submission. A child is never used for a second submission: it is taken once and
+killed with its evaluation. With no spares (a one-off evaluate()) a child is started on demand, by the same
+code.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelgrade.evaluator.judge.session import RunSession, StageFailed
+from kernelgrade.evaluator.sandbox.launcher import Launcher
+
+log = logging.getLogger(__name__)
+
+# Importing torch and creating a CUDA context under a sandbox takes 3-6 s on a GPU host; a minute covers a
+# cold disk cache and a host busy with builds.
+WARM_S = 60.0
+
+
+@dataclass(frozen=True)
+class ChildKind:
+    """What a run child is started for: the judge's device index (None on the CPU), the device as the
+    child sees it, and the environment its builds were made for."""
+
+    gpu_index: int | None
+    device: str
+    env: tuple[tuple[str, str], ...]
+
+
+class RunChildren:
+    def __init__(self, launcher: Launcher, work_root: Path, spares: int = 0, hidden: tuple[Path, ...] = ()) -> None:
+        self.launcher, self.work_root, self.spares, self.hidden = launcher, work_root, spares, hidden
+        self._ready: dict[ChildKind, list[RunSession]] = {}
+        self._starting: dict[ChildKind, int] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def take(self, kind: ChildKind) -> RunSession:
+        """A warm child of this kind, started now if none is waiting. Raises StageFailed if one started now
+        cannot warm up (the sandbox or torch is broken)."""
+        with self._lock:
+            ready = self._ready.setdefault(kind, [])
+            session = ready.pop(0) if ready else None
+        self._refill(kind)
+        return session if session is not None else self._start(kind)
+
+    def ready(self, kind: ChildKind) -> int:
+        with self._lock:
+            return len(self._ready.get(kind, []))
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            waiting = [s for sessions in self._ready.values() for s in sessions]
+            self._ready.clear()
+        for session in waiting:
+            discard(session)
+
+    def _start(self, kind: ChildKind) -> RunSession:
+        self.work_root.mkdir(parents=True, exist_ok=True)
+        work_dir = Path(tempfile.mkdtemp(prefix="job-", dir=self.work_root))
+        session = RunSession(self.launcher, work_dir, kind.gpu_index, dict(kind.env), self.hidden)
+        try:
+            session.warm(kind.device, WARM_S)
+        except StageFailed:
+            discard(session)
+            raise
+        return session
+
+    def _refill(self, kind: ChildKind) -> None:
+        with self._lock:
+            missing = self.spares - len(self._ready.get(kind, [])) - self._starting.get(kind, 0)
+            if self._closed or missing <= 0:
+                return
+            self._starting[kind] = self._starting.get(kind, 0) + missing
+        for _ in range(missing):
+            threading.Thread(target=self._start_spare, args=(kind,), name="warm-child", daemon=True).start()
+
+    def _start_spare(self, kind: ChildKind) -> None:
+        session: RunSession | None = None
+        try:
+            session = self._start(kind)
+        except Exception:  # the evaluation that needs one will start it itself and report the failure
+            log.warning("could not start a warm run child", exc_info=True)
+        with self._lock:
+            self._starting[kind] -= 1
+            if session is not None and not self._closed:
+                self._ready.setdefault(kind, []).append(session)
+                session = None
+        if session is not None:
+            discard(session)
+
+
+def discard(session: RunSession) -> None:
+    session.close()
+    shutil.rmtree(session.work_dir, ignore_errors=True)

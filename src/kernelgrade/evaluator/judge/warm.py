@@ -1,0 +1,29 @@
+"""What a long-lived judge keeps between evaluations: run children started ahead of their submissions and
+the references with their expected outputs. A one-off evaluate() gets a bundle that keeps nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelgrade.evaluator.judge.reference_cache import References
+from kernelgrade.evaluator.judge.run_children import RunChildren
+from kernelgrade.evaluator.sandbox.launcher import Launcher
+
+
+@dataclass
+class Warm:
+    children: RunChildren
+    references: References | None = None  # None: every evaluation computes its own
+
+    @classmethod
+    def keeping(cls, launcher: Launcher, work_root: Path, cache_dir: Path, spares: int = 1) -> Warm:
+        """`spares` children per kind waiting at all times; references and their outputs kept."""
+        return cls(RunChildren(launcher, work_root, spares, hidden=(cache_dir,)), References())
+
+    @classmethod
+    def nothing(cls, launcher: Launcher, work_root: Path, cache_dir: Path) -> Warm:
+        return cls(RunChildren(launcher, work_root, 0, hidden=(cache_dir,)))
+
+    def close(self) -> None:
+        self.children.close()
