@@ -33,7 +33,7 @@ def verdict_table(result: EvalResult, submission: str) -> str:
         env = result.environment
         lines.append(f"\nenvironment {env.device_name} | driver {env.driver or '-'} | torch {env.torch}"
                      f" | CUDA {env.cuda or '-'} | sandbox {env.sandbox}")
-    stages = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in result.stage_seconds)
+    stages = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in result.stage_seconds if ":" not in name)
     lines.append(f"stages      {stages}{' (compile cache hit)' if result.compile_cache_hit else ''}")
     if result.failure and result.failure.detail and result.verdict is not Verdict.CORRECT:
         lines.append("\n" + result.failure.detail.rstrip())
@@ -81,7 +81,7 @@ def _num(value: float | None) -> str:
 
 
 def junit_xml(result: EvalResult, submission: str, min_speedup: float | None) -> str:
-    seconds = sum(s for _, s in result.stage_seconds)
+    seconds = result.seconds
     suite = ET.Element("testsuite", name="kernelgrade", tests="1", time=f"{seconds:.3f}")
     case = ET.SubElement(suite, "testcase", classname=f"kernelgrade.{result.problem}", name=submission,
                          time=f"{seconds:.3f}")

@@ -174,6 +174,7 @@ class EvalResult:
     method: TimingMethod | None = None
     findings: tuple[Finding, ...] = ()
     environment: Environment | None = None
+    # Seconds per stage in the order they ran; "stage:part" labels break a stage down and are included in it.
     stage_seconds: tuple[tuple[str, float], ...] = ()
     compile_cache_hit: bool = False
     compile_log: str = ""
@@ -188,6 +189,11 @@ class EvalResult:
     compiled_baseline: CompiledBaseline | None = None
     compiled_baseline_reused: bool = False
     speedup_vs_compiled: float | None = None
+
+    @property
+    def seconds(self) -> float:
+        """The evaluation's time: its stages, each counted once."""
+        return sum(seconds for label, seconds in self.stage_seconds if ":" not in label)
 
     @property
     def passed(self) -> bool:

@@ -33,21 +33,23 @@ class BuildRecorder:
     def wrap(self, original: Callable[..., Any], inline: bool) -> Callable[..., Any]:
         def recording(*args: Any, **kwargs: Any) -> Any:
             name = str(kwargs.get("name", args[0] if args else "?"))
+            # Before the call: load_inline may extend the lists it is given.
+            digest = call_digest(args, kwargs)
             try:
                 result = original(*args, **kwargs)
             except BaseException as exc:
                 self.builds.append({"name": name, "ok": False, "error": f"{type(exc).__name__}: {exc}"})
                 raise
-            self.builds.append({"name": name, "ok": True, "error": "", **self._prebuilt(inline, args, kwargs, result)})
+            self.builds.append({"name": name, "ok": True, "error": "", **self._prebuilt(inline, digest, result)})
             return result
 
         return recording
 
-    def _prebuilt(self, inline: bool, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> dict[str, Any]:
+    def _prebuilt(self, inline: bool, digest: str, result: Any) -> dict[str, Any]:
         found = library_of(result, self.extensions_dir) if inline else None
         if found is None:
             return {}
-        return {"prebuilt": {"digest": call_digest(args, kwargs), "library": found[0], "python_module": found[1]}}
+        return {"prebuilt": {"digest": digest, "library": found[0], "python_module": found[1]}}
 
     def install(self) -> None:
         cpp_extension.load_inline = self.wrap(cpp_extension.load_inline, inline=True)

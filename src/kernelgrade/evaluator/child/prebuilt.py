@@ -56,14 +56,14 @@ def library_of(result: Any, extensions_dir: Path) -> tuple[str, bool] | None:
         return None
 
 
-def importing(prebuilt: Iterable[Prebuilt], extensions_dir: Path,
-              build: Callable[..., Any]) -> Callable[..., Any]:
-    """load_inline as the run child uses it: a recorded call imports its library, any other builds."""
+def importing(prebuilt: Iterable[Prebuilt], libraries: Path, build: Callable[..., Any]) -> Callable[..., Any]:
+    """load_inline as the run child uses it: a recorded call imports its library (found under `libraries`,
+    at its place relative to the compile child's extensions dir), any other call builds."""
     known = {p.digest: p for p in prebuilt}
 
     def load_inline(*args: Any, **kwargs: Any) -> Any:
         found = known.get(call_digest(args, kwargs))
-        library = extensions_dir / found.library if found else None
+        library = libraries / found.library if found else None
         if found is None or library is None or not library.is_file():
             return build(*args, **kwargs)
         from torch.utils import cpp_extension

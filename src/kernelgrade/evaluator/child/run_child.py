@@ -91,12 +91,11 @@ class ExtensionWatch:
         self.tampered = False
         self._installed = self._hook  # one bound method, so that the identity check below means something
 
-    def install(self, prebuilt: list[Prebuilt]) -> None:
+    def install(self, prebuilt: list[Prebuilt], prebuilt_dir: Path) -> None:
         """load_inline answers the compile child's recorded builds by importing their libraries."""
         from torch.utils import cpp_extension
 
-        extensions_dir = Path(os.environ.get("TORCH_EXTENSIONS_DIR", "."))
-        cpp_extension.load_inline = self._recording(importing(prebuilt, extensions_dir, cpp_extension.load_inline))
+        cpp_extension.load_inline = self._recording(importing(prebuilt, prebuilt_dir, cpp_extension.load_inline))
         cpp_extension.load = self._recording(cpp_extension.load)
 
     def _recording(self, build: Callable[..., Any]) -> Callable[..., Any]:
@@ -208,7 +207,7 @@ class Harness:
         self.l2 = PersistingL2() if self.device.type == "cuda" else None
         self.l2_expected = self.l2.limit() if self.l2 else 0
         prebuilt = [p for p in map(Prebuilt.from_json, command.get("prebuilt", [])) if p is not None]
-        self.extensions.install(prebuilt)
+        self.extensions.install(prebuilt, Path(str(command.get("prebuilt_dir", "."))))
         self.guard = Guard.take()
         with self.extensions.watching():
             module = self._run_submission(import_submission, Path(command["submission"]))

@@ -5,7 +5,6 @@ Inputs go to the child as a file and outputs come back as one; the expected valu
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,11 +14,10 @@ from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.child.replies import CallReply, Integrity
 from kernelgrade.evaluator.compare import Comparison, Expected, check_structure, compare_values
 from kernelgrade.evaluator.integrity.crosscheck import integrity_findings
-from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
 from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.outcome import Verdicted
 from kernelgrade.evaluator.judge.record import Record
-from kernelgrade.evaluator.judge.reference import Reference, derive_seed, to_device
+from kernelgrade.evaluator.judge.reference import Reference, TrialData, derive_seed, to_device
 from kernelgrade.evaluator.judge.session import RunSession
 from kernelgrade.evaluator.judge.settle import settle_s
 from kernelgrade.evaluator.request import TrialPlan
@@ -57,15 +55,13 @@ def trial_seeds(plan: TrialPlan, secret: str, pooled: list[int] | None = None) -
 
 
 def _run_trial(job: Job, record: Record, session: RunSession, reference: Reference, trial: Trial) -> Integrity:
-    started = time.perf_counter()
-    inputs, expected = reference.trial(trial.seed)
-    settle = settle_s(max(time.perf_counter() - started, reference.expected_s))
+    data = reference.trial(trial.seed)
     inputs_path, outputs_path = job.work_dir / "trial_inputs.kgt", job.work_dir / "trial_outputs.kgt"
-    tensorfile.save(inputs_path, inputs)
-    reply = session.call(inputs_path, outputs_path, [r.numel() * r.element_size() for r in expected.refs],
-                         job.request.limits.call_s, settle)
+    tensorfile.save(inputs_path, data.inputs)
+    reply = session.call(inputs_path, outputs_path, [r.numel() * r.element_size() for r in data.expected.refs],
+                         job.request.limits.call_s, settle_s(reference.forward_s))
     outs = to_device(tensorfile.load(outputs_path), job.device)
-    _judge_call(job, record, trial, reply, _mutated(inputs, reply), outs, expected)
+    _judge_call(job, record, trial, reply, _mutated(data, reply), outs, data.expected)
     return reply.integrity
 
 
@@ -99,11 +95,10 @@ def _structure_failure(reply: CallReply, refs: list[torch.Tensor], mutated: list
     return structure
 
 
-def _mutated(inputs: list[Any], reply: CallReply) -> list[int]:
+def _mutated(data: TrialData, reply: CallReply) -> list[int]:
     """Inputs changed by the call: the child's own comparison, and the judge's comparison of the child's
     post-call fingerprints with its own of the pristine inputs."""
-    mine = fingerprints(inputs)
     theirs = reply.input_fingerprints
-    judged = {i for i, (a, b) in enumerate(zip(mine, theirs, strict=False))
-              if isinstance(inputs[i], torch.Tensor) and a != b}
+    judged = {i for i, (a, b) in enumerate(zip(data.fingerprints, theirs, strict=False))
+              if isinstance(data.inputs[i], torch.Tensor) and a != b}
     return sorted(judged | set(reply.mutated_inputs))

@@ -33,7 +33,7 @@ from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.judge.reference import Reference
 from kernelgrade.evaluator.judge.run_children import ChildKind
 from kernelgrade.evaluator.judge.session import RunSession, StageFailed
-from kernelgrade.evaluator.judge.timing_stage import TimingSets, time_candidate
+from kernelgrade.evaluator.judge.timing_stage import TimingInputs, TimingSets, time_candidate
 from kernelgrade.evaluator.judge.validate import validate_submission
 from kernelgrade.evaluator.judge.warm import Warm
 from kernelgrade.evaluator.request import EvalRequest
@@ -80,8 +80,9 @@ def _validate(job: Job) -> Failure | None:
 
 
 def _run_stages(job: Job, record: Record) -> None:
-    with job.in_stage(Stage.VALIDATE, "preparing the reference"):
-        reference = job.reference()
+    started = time.monotonic()
+    reference = job.reference()
+    job.add_seconds("reference", started)
     files = SubmissionFiles.write(job.work_dir, job.request.submission, reference.init_inputs)
     target = build_target(job.request)
     compiled = _compile(job, record, files, target)
@@ -133,16 +134,21 @@ def _in_run_child(job: Job, record: Record, session: RunSession, reference: Refe
 
 def _child_stages(job: Job, record: Record, session: RunSession, reference: Reference,
                   files: SubmissionFiles, prebuilt: tuple[Prebuilt, ...]) -> TimingSets | None:
-    baseline = load_model(job, record, session, files, prebuilt)
-    integrity = check_correctness(job, record, session, reference)
-    if integrity is not None:
-        record.note(extension_findings(integrity.extensions, "torch.ops." in job.request.submission))
-    record.note(process_findings(baseline, count_tree(session.child.proc.pid), "during the checked calls"))
-    if not job.request.measure_timing:
-        return None
-    timed = time_candidate(job, record, session, reference)
-    record.note(process_findings(baseline, count_tree(session.child.proc.pid), "by the end of timing"))
-    return timed
+    inputs = TimingInputs(job, reference) if job.request.measure_timing else None
+    try:
+        baseline = load_model(job, record, session, files, prebuilt)
+        integrity = check_correctness(job, record, session, reference)
+        if integrity is not None:
+            record.note(extension_findings(integrity.extensions, "torch.ops." in job.request.submission))
+        record.note(process_findings(baseline, count_tree(session.child.proc.pid), "during the checked calls"))
+        if inputs is None:
+            return None
+        timed = time_candidate(job, record, session, reference, inputs)
+        record.note(process_findings(baseline, count_tree(session.child.proc.pid), "by the end of timing"))
+        return timed
+    finally:
+        if inputs is not None:
+            inputs.close()
 
 
 def _compiled_baseline(job: Job, record: Record, reference: Reference, init_inputs: Path,

@@ -8,8 +8,11 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import math
+import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.child.submission_module import load_problem_module
 from kernelgrade.evaluator.compare import Expected, flatten_outputs
 from kernelgrade.evaluator.integrity import precision_flags
+from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
 from kernelgrade.evaluator.request import PrecisionKind, ProblemSpec
 from kernelgrade.evaluator.rounding import Rounding, round_to
 from kernelgrade.evaluator.timing import device_synchronize
@@ -34,6 +38,17 @@ def to_device(values: Sequence[Any], device: torch.device) -> list[Any]:
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
 
 
+# get_inputs() and the reference's constructor draw from torch's global CPU generator.
+_GLOBAL_RNG = threading.Lock()
+
+
+@dataclass(frozen=True)
+class TrialData:
+    inputs: list[Any]
+    expected: Expected
+    fingerprints: tuple[int, ...]  # of the pristine inputs, to tell whether a call changed them
+
+
 class Reference:
     def __init__(self, problem: ProblemSpec, device: torch.device, weight_seed: int, keep_trials: int = 0,
                  keep_bytes: int = 0) -> None:
@@ -41,42 +56,47 @@ class Reference:
         of trial() (reference_cache.py), and how much memory they may hold."""
         self.problem = problem
         self.keep_trials, self.keep_bytes = keep_trials, keep_bytes
-        self._trials: dict[int, tuple[list[Any], Expected, int]] = {}
-        # How long computing a trial's expected outputs took: a kept trial still gets the settle time its
-        # computation would have given it (settle.py).
-        self.expected_s = 0.0
+        self._trials: dict[int, TrialData] = {}
+        self._kept_bytes = 0
+        # The reference's own time for one call, warm (the shortest seen): what settle.py scales.
+        self.forward_s = math.inf
         self.device = device
         self.module = load_problem_module(problem.source, problem.name)
-        self.init_inputs = list(self.module.get_init_inputs())
-        torch.manual_seed(weight_seed)
-        self.model = self.module.Model(*self.init_inputs).to(device)
+        with _GLOBAL_RNG:
+            self.init_inputs = list(self.module.get_init_inputs())
+            torch.manual_seed(weight_seed)
+            self.model = self.module.Model(*self.init_inputs).to(device)
         self._oracle_model: torch.nn.Module | None = None
         self._rounded_models: dict[Rounding, torch.nn.Module] = {}
 
     def make_inputs(self, seed: int) -> list[Any]:
-        """The problem's own get_inputs() under a private seed, on the CPU as the format says."""
-        with torch.random.fork_rng(devices=[]):
+        """The problem's own get_inputs() under a private seed, on the CPU as the format says. get_inputs()
+        draws from torch's global generator, so one thread at a time (timing inputs are made in the
+        background while the correctness trials run)."""
+        with _GLOBAL_RNG, torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             return list(self.module.get_inputs())
 
-    def trial(self, seed: int) -> tuple[list[Any], Expected]:
-        """A trial's inputs and what the judge expects for them; kept for the next evaluation when room."""
+    def trial(self, seed: int) -> TrialData:
+        """A trial's inputs, what the judge expects for them and the inputs' fingerprints; kept for the next
+        evaluation when there is room."""
         kept = self._trials.get(seed)
         if kept is not None:
-            return kept[0], kept[1]
+            return kept
         inputs = self.make_inputs(seed)
-        started = time.perf_counter()
-        expected = self.expected(inputs)
-        self.expected_s = max(self.expected_s, time.perf_counter() - started)
-        size = _nbytes([*inputs, *expected.refs, *(expected.oracles or [])])
-        if len(self._trials) < self.keep_trials and sum(t[2] for t in self._trials.values()) + size <= self.keep_bytes:
-            self._trials[seed] = (inputs, expected, size)
-        return inputs, expected
+        trial = TrialData(inputs, self.expected(inputs), tuple(fingerprints(inputs)))
+        size = _nbytes([*trial.inputs, *trial.expected.refs, *(trial.expected.oracles or [])])
+        if len(self._trials) < self.keep_trials and self._kept_bytes + size <= self.keep_bytes:
+            self._trials[seed] = trial
+            self._kept_bytes += size
+        return trial
 
     def forward(self, inputs: Sequence[Any]) -> Any:
+        started = time.perf_counter()
         with torch.no_grad():
             out = self.model(*inputs)
         device_synchronize(self.device)
+        self.forward_s = min(self.forward_s, time.perf_counter() - started)
         return out
 
     def expected(self, inputs: Sequence[Any]) -> Expected:

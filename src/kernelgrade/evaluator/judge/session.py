@@ -33,17 +33,20 @@ class StageFailed(Exception):
 
 
 class RunSession:
-    """One run child, started before its submission is known: it sees only its own work dir, whose `ext/`
-    receives the submission's prebuilt libraries (stage_extensions) just before `load`."""
+    """One run child, started before its submission is known: it sees only its own work dir, whose
+    `prebuilt/` receives the submission's built libraries (stage_extensions) just before `load`; `ext/` is
+    where a build made at run time would go."""
 
     def __init__(self, launcher: Launcher, work_dir: Path, gpu_index: int | None, extra_env: dict[str, str],
                  hidden: tuple[Path, ...] = ()) -> None:
         self.work_dir = work_dir
-        self.extensions_dir = work_dir / "ext"
-        self.extensions_dir.mkdir(exist_ok=True)
-        env = child_env(work_dir, self.extensions_dir, extra_env)
+        self.prebuilt_dir = work_dir / "prebuilt"
+        extensions_dir = work_dir / "ext"
+        extensions_dir.mkdir(exist_ok=True)
+        env = child_env(work_dir, extensions_dir, extra_env)
         spec = ChildSpec(python_argv("kernelgrade.evaluator.child.run_child"), env, work_dir,
-                         readable=(package_root(),), gpu_index=gpu_index, hidden=(work_dir.parent, *hidden))
+                         writable=(extensions_dir,), readable=(package_root(),), gpu_index=gpu_index,
+                         hidden=(work_dir.parent, *hidden))
         self.child = ChildProcess(launcher.popen(spec))
         # Replies must carry this key and the request's sequence number (THREATS.md 18).
         self._key = secrets.token_hex(16)
@@ -52,7 +55,7 @@ class RunSession:
     def stage_extensions(self, built: Path, prebuilt: tuple[Prebuilt, ...]) -> None:
         """Copy the compiled libraries (only those: never other jobs' builds) where the child imports them."""
         for entry in prebuilt:
-            target = self.extensions_dir / entry.library
+            target = self.prebuilt_dir / entry.library
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(built / entry.library, target)
 
@@ -95,6 +98,7 @@ class RunSession:
         reply = self._request(Stage.LOAD, {"op": "load", "submission": str(submission),
                                            "init_inputs": str(init_inputs), "seed": seed, "device": device,
                                            "prebuilt": [p.to_json() for p in prebuilt],
+                                           "prebuilt_dir": str(self.prebuilt_dir),
                                            "channel_key": self._key}, timeout)
         return Integrity.from_reply(reply)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,12 +56,31 @@ class _ReferenceRun:
     overhead_per_rep_ms: float  # the judge's outer clock minus the reps' wall times, per rep
 
 
-def time_candidate(job: Job, record: Record, session: RunSession, reference: Reference) -> TimingSets:
+class TimingInputs:
+    """The timing input sets, fresh for every evaluation, made and written in the background while the
+    correctness trials run: for a problem with large inputs that is seconds of CPU work."""
+
+    def __init__(self, job: Job, reference: Reference) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="timing-inputs")
+        self._made = self._pool.submit(save_timing_sets, reference, job.work_dir, job.timing_params.input_sets,
+                                       job.request.trials.seed, job.secret)
+
+    def result(self) -> tuple[list[list[Any]], list[Path]]:
+        return self._made.result()
+
+    def close(self) -> None:
+        """Waits for the sets still being written, so the job's dir is not removed under them."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def time_candidate(job: Job, record: Record, session: RunSession, reference: Reference,
+                   inputs: TimingInputs) -> TimingSets:
     params = job.timing_params
     with job.in_stage(Stage.TIMING, "timing"):
-        sets, paths = save_timing_sets(reference, job.work_dir, params.input_sets, job.request.trials.seed,
-                                       job.secret)
+        started = time.monotonic()
+        sets, paths = inputs.result()
         timed = TimingSets(tuple(paths), params.flush_bytes or timing.default_flush_bytes(job.device))
+        job.add_seconds("timing:inputs_wait", started)
         candidate, loop = _time_both(job, record, session, reference, sets, timed)
         candidate = confirmed(job, record, session, candidate, loop)
         samples, flush_findings = flush_corrected(candidate, loop)
@@ -68,7 +88,9 @@ def time_candidate(job: Job, record: Record, session: RunSession, reference: Ref
         record.candidate_timing = timing.summarize(samples, candidate.stop_reason, candidate.wall_ms,
                                                    candidate.host_bound_reps)
         if job.request.trials.recheck_timed_outputs:
+            started = time.monotonic()
             recheck_timed_outputs(job, record, session, reference, sets)
+            job.add_seconds("timing:recheck", started)
         _check_roofline(job, record)
         record.note(speedup_findings(record.speedup()))
         job.report(Stage.TIMING, "timing", 3, 3)
@@ -81,13 +103,21 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
     params, limits, flush_bytes = job.timing_params, job.request.limits, timed.flush_bytes
     rotation = timing.InputRotation([to_device(s, job.device) for s in sets])
     job.report(Stage.TIMING, "timing the reference", 0, 3)
+    started = time.monotonic()
     before = _time_reference(reference, rotation, params, flush_bytes)
+    job.add_seconds("timing:reference", started)
     job.report(Stage.TIMING, "timing the candidate", 1, 3)
     settle = settle_s(statistics.median(before.raw.wall_ms) / 1000.0)
+    started = time.monotonic()
     record.note(integrity_findings(session.warmup(list(timed.paths), params, flush_bytes, limits.timing_s, settle)))
+    job.add_seconds("timing:candidate_warmup", started)
+    started = time.monotonic()
     candidate = session.time(params, limits.timing_s)
+    job.add_seconds("timing:candidate", started)
     job.report(Stage.TIMING, "timing the reference again", 2, 3)
+    started = time.monotonic()
     after = _time_reference(reference, rotation, params, flush_bytes)
+    job.add_seconds("timing:reference_again", started)
     del rotation
     record.method = timing.method_record(params, flush_bytes, job.device, candidate.l2_status)
     record.reference_timing = timing.summarize(
