@@ -11,6 +11,7 @@ code.
 from __future__ import annotations
 
 import logging
+import queue
 import shutil
 import tempfile
 import threading
@@ -44,13 +45,15 @@ class RunChildren:
         self._starting: dict[ChildKind, int] = {}
         self._lock = threading.Lock()
         self._closed = False
+        # Spares are started by one long-lived thread: bwrap's --die-with-parent ties a child's life to the
+        # thread that started it, so a thread that ended after starting one would take its child along.
+        self._requests: queue.Queue[ChildKind | None] = queue.Queue()
+        self._starter: threading.Thread | None = None
 
     def take(self, kind: ChildKind) -> RunSession:
         """A warm child of this kind, started now if none is waiting. Raises StageFailed if one started now
         cannot warm up (the sandbox or torch is broken)."""
-        with self._lock:
-            ready = self._ready.setdefault(kind, [])
-            session = ready.pop(0) if ready else None
+        session = self._pop_live(kind)
         self._refill(kind)
         return session if session is not None else self._start(kind)
 
@@ -63,7 +66,18 @@ class RunChildren:
             self._closed = True
             waiting = [s for sessions in self._ready.values() for s in sessions]
             self._ready.clear()
+        self._requests.put(None)
         for session in waiting:
+            discard(session)
+
+    def _pop_live(self, kind: ChildKind) -> RunSession | None:
+        """A waiting child that is still alive (one may have been killed meanwhile: the OOM killer, say)."""
+        while True:
+            with self._lock:
+                ready = self._ready.get(kind, [])
+                session = ready.pop(0) if ready else None
+            if session is None or session.child.proc.poll() is None:
+                return session
             discard(session)
 
     def _start(self, kind: ChildKind) -> RunSession:
@@ -83,22 +97,26 @@ class RunChildren:
             if self._closed or missing <= 0:
                 return
             self._starting[kind] = self._starting.get(kind, 0) + missing
+            if self._starter is None:
+                self._starter = threading.Thread(target=self._start_spares, name="warm-children", daemon=True)
+                self._starter.start()
         for _ in range(missing):
-            threading.Thread(target=self._start_spare, args=(kind,), name="warm-child", daemon=True).start()
+            self._requests.put(kind)
 
-    def _start_spare(self, kind: ChildKind) -> None:
-        session: RunSession | None = None
-        try:
-            session = self._start(kind)
-        except Exception:  # the evaluation that needs one will start it itself and report the failure
-            log.warning("could not start a warm run child", exc_info=True)
-        with self._lock:
-            self._starting[kind] -= 1
-            if session is not None and not self._closed:
-                self._ready.setdefault(kind, []).append(session)
-                session = None
-        if session is not None:
-            discard(session)
+    def _start_spares(self) -> None:
+        while (kind := self._requests.get()) is not None:
+            session: RunSession | None = None
+            try:
+                session = self._start(kind)
+            except Exception:  # the evaluation that needs one will start it itself and report the failure
+                log.warning("could not start a warm run child", exc_info=True)
+            with self._lock:
+                self._starting[kind] -= 1
+                if session is not None and not self._closed:
+                    self._ready.setdefault(kind, []).append(session)
+                    session = None
+            if session is not None:
+                discard(session)
 
 
 def discard(session: RunSession) -> None:
