@@ -1,0 +1,156 @@
+"""Grading throughput of the embedded service, as an RL loop sees it: N distinct submissions in, N verdicts out.
+
+    PYTHONPATH=src python3 bench/throughput.py [--device cuda|cpu] [--n N] [--prebuilt] [--compare-warm]
+                                               [--env KEY=VALUE ...] [--compile-errors F] [--wrong F] [--json PATH]
+
+Starts `kernelgrade serve` (SQLite, local judges, sandboxed: bwrap where it works) in a child process on a free
+port with a fresh temporary data dir, posts N distinct submissions over HTTP (POST /v1/submissions/batch), and
+polls until each has a verdict. The submissions are variants of real load_inline kernels from tests/cases
+(bench/throughput_corpus.py): --device cuda uses small CUDA problems and the seeds, --device cpu C++ extensions on
+CPU problems. A fraction do not build and a fraction give wrong values; the verdict counts show them caught.
+
+With --prebuilt every submission is graded once first and the same sources are then submitted again (force), so
+the measured stream is distinct, already-built submissions (the compile cache hits): verdicts per device-hour.
+Without it the builds are part of the stream: how busy the device stays while they run.
+
+Printed per configuration (side by side with --compare-warm, which runs KERNELGRADE_WARM_CHILDREN=0 then 1):
+- verdicts/hour: N / wall, wall = first submission's creation to last verdict (server timestamps);
+- submit-to-verdict latency p50/p95 (each evaluation's finished_at - created_at);
+- device seconds per verdict: the stages the run child holds the device (load + correctness + timing +
+  compiled_baseline, from each result's stage_seconds), and the busy fraction: their sum / (wall x devices);
+- every stage's median and total seconds, the verdict counts by code, and the checks the results record.
+Then KernelBench's in-process protocol (bench/kernelbench_inprocess.py) on the same correct kernels, built
+beforehand, for the ratio of device time per verdict. Prints numbers; asserts nothing. Settings for the server
+are KERNELGRADE_* variables (--env), e.g. --env KERNELGRADE_TIMING_PROFILE=fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from kernelbench_inprocess import InProcess, grade, run_module
+from throughput_corpus import Expect, Submission, build_corpus
+from throughput_report import InProcessSummary, RunReport, print_in_process, print_runs, summarize
+from throughput_service import Config, Service, served
+
+CPU_DEFAULT_N = 6  # a C++ build takes about 20 s on a 2-core machine
+CUDA_DEFAULT_N = 40
+
+
+@dataclass(frozen=True)
+class Report:
+    device: str
+    n: int
+    prebuilt: bool
+    compile_error_fraction: float
+    wrong_fraction: float
+    runs: list[RunReport]
+    in_process: InProcessSummary | None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("error: no CUDA device here; --device cpu grades C++ extensions on CPU problems", file=sys.stderr)
+        return 2
+    n = args.n or (CUDA_DEFAULT_N if args.device == "cuda" else CPU_DEFAULT_N)
+    corpus = build_corpus(args.device, n, args.compile_errors, args.wrong)
+    with tempfile.TemporaryDirectory(prefix="kg-throughput-") as tmp:
+        runs = [measure(config, corpus, Path(tmp), i, args) for i, config in enumerate(configs(args))]
+        print_runs(runs)
+        in_process = None if args.no_in_process else in_process_run(corpus, args.device, Path(tmp) / "kb-ext")
+    if in_process is not None:
+        print_in_process(in_process, runs)
+    if args.json:
+        report = Report(args.device, n, args.prebuilt, args.compile_errors, args.wrong, runs, in_process)
+        args.json.write_text(json.dumps(asdict(report), indent=2))
+    return 0
+
+
+def configs(args: argparse.Namespace) -> list[Config]:
+    extra = dict(_setting(item) for item in args.env)
+    if not args.compare_warm:
+        return [Config(" ".join(f"{k}={v}" for k, v in extra.items()) or "defaults", extra)]
+    return [Config(f"warm_children={w}", {**extra, "KERNELGRADE_WARM_CHILDREN": w}) for w in ("0", "1")]
+
+
+def measure(config: Config, corpus: list[Submission], root: Path, index: int, args: argparse.Namespace) -> RunReport:
+    """One configuration on a server of its own. --prebuilt: every configuration shares the data dir (its
+    compile cache), each with a database of its own; otherwise each gets a fresh data dir, builds included."""
+    data_dir = root / ("data" if args.prebuilt else f"data-{index}")
+    database = data_dir / f"run-{index}.db"
+    print(f"# {config.label}: starting kernelgrade serve (data dir {data_dir})", flush=True)
+    with served(data_dir, database, config.env) as service:
+        service.register_problems(corpus)
+        build_pass = _build_pass(service, corpus, args.timeout) if args.prebuilt else None
+        print(f"# {config.label}: submitting {len(corpus)} submissions", flush=True)
+        graded = service.grade(corpus, force=args.prebuilt, timeout_s=args.timeout)
+        return summarize(config, graded, service.devices(), build_pass)
+
+
+def _build_pass(service: Service, corpus: list[Submission], timeout_s: float) -> float:
+    print(f"# build pass: grading all {len(corpus)} once so the measured pass finds them built", flush=True)
+    graded = service.grade(corpus, force=False, timeout_s=timeout_s)
+    return max(g.finished_s for g in graded) - min(g.created_s for g in graded)
+
+
+def in_process_run(corpus: list[Submission], device_kind: str, build_dir: Path) -> InProcessSummary:
+    """KernelBench's protocol for every correct submission of the stream, on its case's own source (the same
+    kernel without the variant line), built once before anything is timed."""
+    # Builds of this process go to a directory of its own, not the user's ~/.cache/torch_extensions.
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(build_dir)
+    device = torch.device("cuda", 0) if device_kind == "cuda" else torch.device("cpu")
+    wanted = [s for s in corpus if s.expect is Expect.CORRECT]
+    bases = {s.case: s for s in wanted}
+    print(f"# in-process: building {len(bases)} kernels", flush=True)
+    builds_s = _build_bases(list(bases.values()))
+    graded: list[InProcess] = []
+    for submission in wanted:
+        graded.append(grade(submission.case, submission.problem.source, submission.base_source, device))
+    return InProcessSummary.of(graded, builds_s)
+
+
+def _build_bases(bases: list[Submission]) -> float:
+    started = time.perf_counter()
+    for submission in bases:
+        run_module(submission.base_source, "kb_build")
+    return time.perf_counter() - started
+
+
+def _setting(item: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep or not key.startswith("KERNELGRADE_"):
+        raise SystemExit(f"error: --env takes KERNELGRADE_NAME=VALUE, not {item!r}")
+    return key, value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    parser.add_argument("--n", type=int, default=0,
+                        help=f"distinct submissions (default {CUDA_DEFAULT_N} on cuda, {CPU_DEFAULT_N} on cpu)")
+    parser.add_argument("--compile-errors", type=float, default=0.15, help="fraction that does not build")
+    parser.add_argument("--wrong", type=float, default=0.15, help="fraction with wrong output values")
+    parser.add_argument("--prebuilt", action="store_true", help="measure already-built submissions only")
+    parser.add_argument("--compare-warm", action="store_true",
+                        help="run with KERNELGRADE_WARM_CHILDREN=0, then 1, and print them side by side")
+    parser.add_argument("--env", action="append", default=[], metavar="KERNELGRADE_X=V",
+                        help="a setting for the server (repeatable)")
+    parser.add_argument("--timeout", type=float, default=7200.0, help="seconds to wait for one pass's verdicts")
+    parser.add_argument("--no-in-process", action="store_true", help="skip KernelBench's in-process protocol")
+    parser.add_argument("--json", type=Path, default=None, help="also write every number here")
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

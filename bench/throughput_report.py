@@ -1,0 +1,222 @@
+"""bench/throughput.py's numbers: one configuration's verdicts summarized, and the tables that print them."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kernelbench_inprocess import InProcess
+from throughput_service import Config, Graded
+
+# The stages a run child holds the device for; compile, validate (reference preparation included) and
+# child_start are not counted (a warm judge starts children while the device grades something else).
+DEVICE_STAGES = ("load", "correctness", "timing", "compiled_baseline")
+
+
+@dataclass(frozen=True)
+class StageRow:
+    label: str
+    evaluations: int  # evaluations that reached this stage
+    median_s: float
+    total_s: float
+
+
+@dataclass(frozen=True)
+class Count:
+    name: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    values: list[Count]
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    submission_id: int
+    case: str
+    expected: str
+    verdict: str
+    code: str | None
+
+
+@dataclass(frozen=True)
+class RunReport:
+    label: str
+    settings: dict[str, str]
+    n: int
+    devices: int
+    wall_s: float  # first evaluation created -> last verdict, server timestamps
+    verdicts_per_hour: float
+    verdicts_per_device_hour: float
+    latency_p50_s: float
+    latency_p95_s: float
+    device_s_total: float
+    device_s_per_verdict: float
+    device_s_per_correct: float | None
+    busy_fraction: float  # device_s_total / (wall_s x devices)
+    build_pass_s: float | None  # --prebuilt: the unmeasured pass that built everything
+    stages: list[StageRow]
+    verdicts: list[Count]
+    mismatches: list[Mismatch]
+    checks: list[Check]
+
+
+@dataclass(frozen=True)
+class InProcessSummary:
+    builds_s: float
+    graded: list[InProcess]
+    s_per_verdict: float
+    correct: int
+
+    @classmethod
+    def of(cls, graded: list[InProcess], builds_s: float) -> InProcessSummary:
+        mean = statistics.fmean(g.seconds for g in graded) if graded else math.nan
+        return cls(builds_s, graded, mean, sum(g.correct for g in graded))
+
+
+def device_seconds(graded: Graded) -> float:
+    return sum(seconds for label, seconds in graded.stages if label in DEVICE_STAGES)
+
+
+def nearest_rank(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
+
+
+def summarize(config: Config, graded: list[Graded], devices: int, build_pass_s: float | None) -> RunReport:
+    wall = max(g.finished_s for g in graded) - min(g.created_s for g in graded)
+    latencies = [g.finished_s - g.created_s for g in graded]
+    device = [device_seconds(g) for g in graded]
+    correct = [device_seconds(g) for g in graded if g.verdict == "correct"]
+    return RunReport(
+        label=config.label, settings=dict(config.env), n=len(graded), devices=devices, wall_s=wall,
+        verdicts_per_hour=3600.0 * len(graded) / wall, verdicts_per_device_hour=3600.0 * len(graded) / (wall * devices),
+        latency_p50_s=nearest_rank(latencies, 0.5), latency_p95_s=nearest_rank(latencies, 0.95),
+        device_s_total=sum(device), device_s_per_verdict=statistics.fmean(device),
+        device_s_per_correct=statistics.fmean(correct) if correct else None,
+        busy_fraction=sum(device) / (wall * devices), build_pass_s=build_pass_s, stages=stage_rows(graded),
+        verdicts=_counted(_verdict_name(g) for g in graded), mismatches=mismatches(graded), checks=checks(graded))
+
+
+def stage_rows(graded: list[Graded]) -> list[StageRow]:
+    """Per label, each evaluation's seconds (a label met twice, like validate, summed), in the order met."""
+    per_label: dict[str, list[float]] = {}
+    for g in graded:
+        mine: dict[str, float] = {}
+        for label, seconds in g.stages:
+            mine[label] = mine.get(label, 0.0) + seconds
+        for label, seconds in mine.items():
+            per_label.setdefault(label, []).append(seconds)
+    return [StageRow(label, len(v), statistics.median(v), sum(v)) for label, v in per_label.items()]
+
+
+def mismatches(graded: list[Graded]) -> list[Mismatch]:
+    return [Mismatch(g.submission_id, g.case, g.expect.value, g.verdict, g.failure_code)
+            for g in graded if g.verdict != g.expect.value]
+
+
+def checks(graded: list[Graded]) -> list[Check]:
+    by_check: dict[str, Counter[str]] = {}
+    for g in graded:
+        for name, value in g.checks:
+            by_check.setdefault(name, Counter())[value] += 1
+    return [Check(name, [Count(v, c) for v, c in counter.most_common()]) for name, counter in by_check.items()]
+
+
+def _verdict_name(graded: Graded) -> str:
+    return graded.verdict if graded.verdict == "correct" else f"{graded.verdict}/{graded.failure_code}"
+
+
+def _counted(names: Iterable[str]) -> list[Count]:
+    return [Count(name, count) for name, count in Counter(names).most_common()]
+
+
+# --- printing -----------------------------------------------------------------------------------------------
+
+Metric = tuple[str, Callable[[RunReport], float | None], str]
+METRICS: tuple[Metric, ...] = (
+    ("verdicts/hour", lambda r: r.verdicts_per_hour, "{:.1f}"),
+    ("verdicts per device-hour", lambda r: r.verdicts_per_device_hour, "{:.1f}"),
+    ("wall s (first submit -> last verdict)", lambda r: r.wall_s, "{:.1f}"),
+    ("latency p50 s (submit -> verdict)", lambda r: r.latency_p50_s, "{:.1f}"),
+    ("latency p95 s", lambda r: r.latency_p95_s, "{:.1f}"),
+    ("device s per verdict (all)", lambda r: r.device_s_per_verdict, "{:.2f}"),
+    ("device s per verdict (correct ones)", lambda r: r.device_s_per_correct, "{:.2f}"),
+    ("device busy fraction", lambda r: r.busy_fraction, "{:.3f}"),
+    ("build pass s (not measured)", lambda r: r.build_pass_s, "{:.1f}"),
+)
+NAME_W, COL_W = 40, 20
+
+
+def print_runs(runs: list[RunReport]) -> None:
+    print(f"\n== {runs[0].n} distinct submissions, {runs[0].devices} device(s)"
+          f" {'(already built)' if runs[0].build_pass_s is not None else '(builds included)'}")
+    ratio = len(runs) == 2
+    print(f"{'':<{NAME_W}}" + "".join(f"{r.label:>{COL_W}}" for r in runs) + (f"{'2nd/1st':>10}" if ratio else ""))
+    for name, get, form in METRICS:
+        values = [get(r) for r in runs]
+        cells = "".join(f"{_cell(v, form):>{COL_W}}" for v in values)
+        print(f"{name:<{NAME_W}}{cells}" + (f"{_ratio(values[0], values[1]):>10}" if ratio else ""))
+    _print_stages(runs)
+    _print_verdicts(runs)
+    _print_checks(runs)
+
+
+def _cell(value: float | None, form: str) -> str:
+    return "-" if value is None else form.format(value)
+
+
+def _ratio(first: float | None, second: float | None) -> str:
+    return "-" if not first or second is None else f"{second / first:.2f}x"
+
+
+def _print_stages(runs: list[RunReport]) -> None:
+    print(f"\n{'stage: median / total s':<{NAME_W}}" + "".join(f"{r.label:>{COL_W}}" for r in runs))
+    labels = list(dict.fromkeys(row.label for r in runs for row in r.stages))
+    for label in labels:
+        rows = [next((s for s in r.stages if s.label == label), None) for r in runs]
+        mark = " *" if label in DEVICE_STAGES else ""
+        print(f"{label + mark:<{NAME_W}}" + "".join(
+            f"{'-' if s is None else f'{s.median_s:.2f} / {s.total_s:.1f}':>{COL_W}}" for s in rows))
+    print(f"{'(* device stages: the run child holds the device)':<{NAME_W}}")
+
+
+def _print_verdicts(runs: list[RunReport]) -> None:
+    print(f"\n{'verdict/failure code':<{NAME_W}}" + "".join(f"{r.label:>{COL_W}}" for r in runs))
+    names = list(dict.fromkeys(c.name for r in runs for c in r.verdicts))
+    for name in names:
+        counts = [next((c.count for c in r.verdicts if c.name == name), 0) for r in runs]
+        print(f"{name:<{NAME_W}}" + "".join(f"{c:>{COL_W}}" for c in counts))
+    for r in runs:
+        for m in r.mismatches:
+            print(f"  {r.label}: submission {m.submission_id} ({m.case}) expected {m.expected}, got {m.verdict}"
+                  f" ({m.code})")
+
+
+def _print_checks(runs: list[RunReport]) -> None:
+    same = all(r.checks == runs[0].checks for r in runs)
+    for r in runs[:1] if same else runs:
+        print(f"\nchecks the results record{'' if same else f' ({r.label})'}: value (evaluations)")
+        for check in r.checks:
+            values = "; ".join(f"{v.name} ({v.count})" for v in check.values)
+            print(f"  {check.name}: {values}")
+
+
+def print_in_process(summary: InProcessSummary, runs: list[RunReport]) -> None:
+    print(f"\n== KernelBench's protocol in this process (no sandbox, no service, no reference timing);"
+          f" kernels built beforehand in {summary.builds_s:.1f} s")
+    print(f"{'case':<34}{'allclose':>10}{'mean_ms':>12}{'seconds':>10}")
+    for g in summary.graded:
+        mean = "-" if g.mean_ms is None else f"{g.mean_ms:.4f}"
+        print(f"{g.case:<34}{g.correct!s:>10}{mean:>12}{g.seconds:>10.2f}")
+    for r in runs:
+        ours = r.device_s_per_correct
+        ratio = "-" if ours is None or not summary.s_per_verdict else f"{ours / summary.s_per_verdict:.2f}"
+        print(f"kernelbench in-process: {summary.s_per_verdict:.2f} s/verdict, ours ({r.label}):"
+              f" {_cell(ours, '{:.2f}')} s/verdict of device time (correct verdicts), ratio ours/kernelbench {ratio}")

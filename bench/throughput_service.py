@@ -1,0 +1,205 @@
+"""`kernelgrade serve` in a child process, and what bench/throughput.py asks of it over HTTP: register the cases'
+problems, post a stream of submissions, wait for their verdicts and read each result's stage seconds."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from throughput_corpus import Expect, Submission
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+# `kernelgrade serve` imports torch, applies migrations and starts a judge before it is ready; a loaded 2-core
+# machine needs tens of seconds.
+SERVER_START_S = 180.0
+SERVER_STOP_S = 30.0
+# Verdicts are read from the server's own timestamps, so the poll interval only decides when the bench stops.
+POLL_S = 1.0
+BATCH = 16  # at most KERNELGRADE_MAX_BATCH (32 by default) per POST /v1/submissions/batch
+SUBMITTER = "throughput-bench"
+
+
+@dataclass(frozen=True)
+class Config:
+    label: str
+    env: Mapping[str, str]  # KERNELGRADE_* settings of this configuration
+
+
+@dataclass(frozen=True)
+class Graded:
+    """One verdict of the measured stream, as the API reported it."""
+
+    case: str
+    expect: Expect
+    submission_id: int
+    verdict: str
+    failure_code: str | None
+    created_s: float  # the evaluation's creation and finish, seconds since the epoch (server clock)
+    finished_s: float
+    stages: tuple[tuple[str, float], ...]  # the result's stage_seconds, in order
+    checks: tuple[tuple[str, str], ...]  # (check, what the result records for it)
+
+
+@contextmanager
+def served(data_dir: Path, database: Path, settings: Mapping[str, str]) -> Iterator[Service]:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    log_path = data_dir / f"serve-{port}.log"
+    with log_path.open("ab") as log:
+        process = subprocess.Popen([sys.executable, "-m", "kernelgrade.cli", "serve"],
+                                   env=_server_env(data_dir, database, port, settings), stdout=log,
+                                   stderr=subprocess.STDOUT)
+    service = Service(f"http://127.0.0.1:{port}", process, log_path)
+    try:
+        service.wait_ready()
+        yield service
+    finally:
+        service.stop()
+
+
+def _server_env(data_dir: Path, database: Path, port: int, settings: Mapping[str, str]) -> dict[str, str]:
+    # Only this run's settings: a KERNELGRADE_* variable of the caller's shell would change what is measured.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGRADE_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH", "")) if p)
+    env.update({"KERNELGRADE_DATA_DIR": str(data_dir), "KERNELGRADE_DATABASE_URL": f"sqlite:///{database}",
+                "KERNELGRADE_HOST": "127.0.0.1", "KERNELGRADE_PORT": str(port), **settings})
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Service:
+    def __init__(self, url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+        self.url, self.process, self.log_path = url, process, log_path
+        self.client = httpx.Client(base_url=url, timeout=60.0)
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + SERVER_START_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"kernelgrade serve exited with {self.process.returncode}:\n{self.log_tail()}")
+            if self._judging():
+                return
+            time.sleep(0.25)
+        raise RuntimeError(f"kernelgrade serve was not ready in {SERVER_START_S:.0f} s:\n{self.log_tail()}")
+
+    def _judging(self) -> bool:
+        try:
+            health = self.client.get("/v1/health", timeout=2.0)
+        except httpx.HTTPError:
+            return False
+        return health.status_code == 200 and int(health.json()["workers_online"]) >= 1
+
+    def devices(self) -> int:
+        """Judges serving this pool: one per GPU, or one CPU judge."""
+        return len(self._ok(self.client.get("/v1/workers"))["workers"])
+
+    def register_problems(self, corpus: list[Submission]) -> None:
+        """The cases' own problem files, posted as problems (open mode acts as the local admin)."""
+        for problem in {s.problem.name: s.problem for s in corpus if not s.problem.builtin}.values():
+            self._ok(self.client.post("/v1/problems", json={"name": problem.name, "source": problem.source,
+                                                             "suite": "bench"}))
+
+    def grade(self, corpus: list[Submission], force: bool, timeout_s: float) -> list[Graded]:
+        ids = self.submit(corpus, force)
+        bodies = self.wait(ids, timeout_s)
+        return [graded(s, bodies[i]) for s, i in zip(corpus, ids, strict=True)]
+
+    def submit(self, corpus: list[Submission], force: bool) -> list[int]:
+        ids: list[int] = []
+        for start in range(0, len(corpus), BATCH):
+            items = [{"problem": s.problem.name, "source": s.source, "submitter": SUBMITTER,
+                      "model": s.case, "force": force} for s in corpus[start:start + BATCH]]
+            for item in self._ok(self.client.post("/v1/submissions/batch", json={"submissions": items}))["items"]:
+                if item["submission"] is None:
+                    raise RuntimeError(f"a submission was refused: {item['error']}")
+                ids.append(int(item["submission"]["id"]))
+        return ids
+
+    def wait(self, ids: list[int], timeout_s: float) -> dict[int, dict[str, Any]]:
+        """Every submission's final body. Judges take jobs in order, so it asks for the oldest unfinished one
+        until it is done, then the next: about one request per poll, whatever N is."""
+        done: dict[int, dict[str, Any]] = {}
+        deadline = time.monotonic() + timeout_s
+        for submission_id in ids:
+            while (body := self._ok(self.client.get(f"/v1/submissions/{submission_id}")))["evaluation"]["status"] \
+                    != "done":
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"no verdict for submission {submission_id} in {timeout_s:.0f} s")
+                time.sleep(POLL_S)
+            done[submission_id] = body
+            print(f"#   {len(done)}/{len(ids)} {body['evaluation']['verdict']}", flush=True)
+        return done
+
+    def _ok(self, response: httpx.Response) -> Any:
+        if not response.is_success:
+            raise RuntimeError(f"{response.request.method} {response.request.url.path}: {response.status_code}"
+                               f" {response.text[:500]}")
+        return response.json()
+
+    def stop(self) -> None:
+        self.client.close()
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(SERVER_STOP_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(SERVER_STOP_S)
+
+    def log_tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:] if self.log_path.exists() else ""
+
+
+def graded(submission: Submission, body: dict[str, Any]) -> Graded:
+    evaluation = body["evaluation"]
+    # The full result (stage seconds, trials, method) is shown to its submitter; open mode is the local admin.
+    result = evaluation.get("result") or {}
+    failure = evaluation.get("failure") or {}
+    return Graded(case=submission.case, expect=submission.expect, submission_id=int(body["id"]),
+                  verdict=str(evaluation["verdict"]), failure_code=failure.get("code"),
+                  created_s=_epoch(evaluation["created_at"]), finished_s=_epoch(evaluation["finished_at"]),
+                  stages=tuple((str(label), float(s)) for label, s in result.get("stage_seconds", [])),
+                  checks=_checks(evaluation, result))
+
+
+def _epoch(stamp: str) -> float:
+    return datetime.fromisoformat(stamp).timestamp()
+
+
+def _checks(evaluation: dict[str, Any], result: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """What this result says was checked and how: each a (check, value) pair, counted across the stream."""
+    method = result.get("method") or {}
+    trials = result.get("trials") or []
+    secret = sum(1 for t in trials if t.get("secret"))
+    found = [("sandbox", str((evaluation.get("environment") or {}).get("sandbox"))),
+             ("precision policy", str(result.get("precision", "?"))),
+             ("seed secret", str(result.get("seed_secret") or "-"))]
+    if trials:
+        found.append(("correctness trials run", f"{len(trials) - secret} public + {secret} secret"))
+    if evaluation.get("timing_method"):
+        found.append(("timing method", str(evaluation["timing_method"])))
+        found.append(("timing inputs", f"{method.get('input_sets', '?')} input sets; {method.get('input_values')}"))
+        found.append(("reference timed", str(method.get("reference_placement"))))
+    if method.get("l2_persisting"):
+        found.append(("persisting L2", str(method["l2_persisting"])))
+    # A hit also when the pool's compile-ahead thread built it while the judge was busy with others.
+    found.append(("compile stage", "found the build cached" if result.get("compile_cache_hit") else "built it"))
+    found += [("finding", f"{f['severity']}: {f['code']}") for f in evaluation.get("findings", [])]
+    return tuple(found)
