@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kernelgrade.evaluator import Severity, Verdict, evaluate
+from kernelgrade.evaluator import EvalResult, Severity, Verdict, Warm, evaluate
 from kernelgrade.evaluator.sandbox.launcher import Launcher
 from kernelgrade.evaluator.sandbox.levels import SandboxOptions, SandboxUnavailable, make_launcher
 from kernelgrade.problems import find_builtin, load_problem_source
@@ -80,6 +80,32 @@ def test_case_gets_expected_verdict(case: Case, make_request: RequestFactory, mo
     _plant(case.setup.get("cache_files", {}), request.cache_dir)
     with _arranged(case.setup, request.work_root, monkeypatch):
         result = evaluate(request, launcher)
+    _check(case, result)
+
+
+# Cases that need nothing arranged around them, graded one after another by one judge that keeps warm run
+# children and references between evaluations, as the service's judges do.
+WARM_CASES = [p for p in _cases() if not p.values[0].setup and p.values[0].sandbox == "auto"]
+
+
+@pytest.fixture(scope="module")
+def warm_judge(tmp_path_factory: pytest.TempPathFactory, compile_cache: Path) -> Iterator[tuple[Launcher, Warm]]:
+    launcher = make_launcher("auto")
+    warm = Warm.keeping(launcher, tmp_path_factory.mktemp("warm-work"), compile_cache)
+    yield launcher, warm
+    warm.close()
+
+
+@pytest.mark.parametrize("case", WARM_CASES)
+def test_a_warm_judge_gives_the_same_verdict(case: Case, make_request: RequestFactory,
+                                             warm_judge: tuple[Launcher, Warm]) -> None:
+    launcher, warm = warm_judge
+    source = (case.folder / "submission.py").read_bytes().decode("utf-8", errors="surrogateescape")
+    result = evaluate(make_request(case.problem(), source, measure_timing=case.timing), launcher, warm=warm)
+    _check(case, result)
+
+
+def _check(case: Case, result: EvalResult) -> None:
     explanation = f"{result.verdict}: {result.failure}\nfindings: {result.findings}\n{result.child_output[-2000:]}"
     assert result.verdict is case.verdict, explanation
     if case.code:
