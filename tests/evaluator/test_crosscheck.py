@@ -18,6 +18,7 @@ from kernelgrade.evaluator.integrity.proctree import TreeCount
 from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.judge.timing_stage import confirmed
+from kernelgrade.evaluator.judge.warm import Warm
 from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
 from kernelgrade.problems import find_builtin
 from tests.conftest import RequestFactory
@@ -136,7 +137,9 @@ class SecondPhase:
 def confirm(first: TimedReply, second: TimedReply, make_request: RequestFactory) -> tuple[TimedReply, set[str], int]:
     problem = find_builtin("add_relu")
     assert problem is not None
-    job = Job.start(make_request(problem.spec(), "unused"), SubprocessLauncher(), lambda _p: None)
+    request = make_request(problem.spec(), "unused")
+    launcher = SubprocessLauncher()
+    job = Job.start(request, launcher, lambda _p: None, Warm.nothing(launcher, request.work_root, request.cache_dir))
     record = Record()
     session = SecondPhase(second)
     try:

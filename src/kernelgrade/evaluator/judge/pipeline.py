@@ -99,6 +99,7 @@ def _run_child(job: Job, env: dict[str, str]) -> RunSession:
     """A warm child where the judge keeps them; else one started now. One that cannot even start is the
     grader's fault (a broken sandbox or torch), not the submission's."""
     started = time.monotonic()
+    job.report(Stage.LOAD, "starting the run child")
     try:
         return job.warm.children.take(ChildKind(job.gpu_index, job.child_device, tuple(sorted(env.items()))))
     except StageFailed as failed:
