@@ -74,7 +74,9 @@ def test_grading_over_http_to_the_leaderboard(served: ServeProcess) -> None:
                          capture_output=True, text=True, timeout=GRADE_S, env=served.env, check=False)
     assert cli.returncode == 1, cli.stdout + cli.stderr
     assert "verdict     INCORRECT" in cli.stdout and "[correctness/" in cli.stdout
-    assert "[load] loading ModelNew" in cli.stderr or "[correctness]" in cli.stderr
+    # Progress is shown while the job waits; a warm judge can load it and fail its first trial between two
+    # polls, so which running stage shows up is not fixed.
+    assert "[queued] waiting for a judge" in cli.stderr and "[compile]" in cli.stderr
     board = httpx.get(served.url + "/v1/leaderboards/add_relu").json()["entries"]
     assert [e["model"] for e in board] == ["e2e-model"]
     shapes = httpx.get(served.url + "/v1/problems/add_relu").json()["input_shapes"]
