@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,19 +27,14 @@ import httpx
 import psycopg
 from psycopg import sql
 
+from ports import free_port
+
 # `kernelgrade serve` and each worker import torch before they are ready: seconds, more under load.
 START_S = 120.0
 # A batch of fast CPU jobs on a 2-core machine: minutes at worst.
 GRADING_S = 900.0
 SOURCE = ("# bench {n}\nimport torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
           "    def forward(self, a, b):\n        return torch.clamp_min(a + b, 0.0)\n")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager

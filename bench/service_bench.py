@@ -16,7 +16,6 @@ import argparse
 import hashlib
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from kernelgrade.storage.database import Database
 from kernelgrade.storage.migrate import upgrade
 from kernelgrade.storage.problems import upsert_problem
 from kernelgrade.storage.records import NewProblem, ProblemMeta
+from ports import free_port
 
 PROBLEMS = 50
 SUBMITTERS = 200
@@ -104,13 +104,6 @@ def populate(url: str, count: int) -> float:
         rebuild(session, ids)
     database.dispose()
     return time.perf_counter() - started
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager

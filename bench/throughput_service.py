@@ -4,7 +4,6 @@ problems, post a stream of submissions, wait for their verdicts and read each re
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from ports import free_port
 from throughput_corpus import Expect, Submission
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -54,7 +54,7 @@ class Graded:
 @contextmanager
 def served(data_dir: Path, database: Path, settings: Mapping[str, str]) -> Iterator[Service]:
     data_dir.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = free_port()
     log_path = data_dir / f"serve-{port}.log"
     with log_path.open("ab") as log:
         process = subprocess.Popen([sys.executable, "-m", "kernelgrade.cli", "serve"],
@@ -75,13 +75,6 @@ def _server_env(data_dir: Path, database: Path, port: int, settings: Mapping[str
     env.update({"KERNELGRADE_DATA_DIR": str(data_dir), "KERNELGRADE_DATABASE_URL": f"sqlite:///{database}",
                 "KERNELGRADE_HOST": "127.0.0.1", "KERNELGRADE_PORT": str(port), **settings})
     return env
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class Service:

@@ -201,8 +201,6 @@ class Harness:
     def load(self, command: dict[str, Any]) -> dict[str, Any]:
         if not self.warmed or torch.device(command["device"]) != self.device:
             self.warm(command)
-        precision_flags.set_strict()
-        torch.set_grad_enabled(False)
         self.flags_before = precision_flags.snapshot()
         self.l2 = PersistingL2() if self.device.type == "cuda" else None
         self.l2_expected = self.l2.limit() if self.l2 else 0

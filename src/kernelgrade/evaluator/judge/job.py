@@ -93,11 +93,17 @@ class Job:
     def in_stage(self, stage: Stage, message: str) -> Iterator[None]:
         self.stage = stage
         self.report(stage, message)
+        with self.timed(stage.value):
+            yield
+
+    @contextmanager
+    def timed(self, label: str) -> Iterator[None]:
+        """Adds the block's seconds to stage_seconds under `label` ("stage:part" for a part of a stage)."""
         started = time.monotonic()
         try:
             yield
         finally:
-            self.add_seconds(stage.value, started)
+            self.add_seconds(label, started)
 
     def report(self, stage: Stage, message: str, done: int = 0, total: int = 0) -> None:
         self.progress(Progress(stage, message, done, total))

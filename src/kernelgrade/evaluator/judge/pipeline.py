@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import torch
@@ -80,9 +79,8 @@ def _validate(job: Job) -> Failure | None:
 
 
 def _run_stages(job: Job, record: Record) -> None:
-    started = time.monotonic()
-    reference = job.reference()
-    job.add_seconds("reference", started)
+    with job.timed("reference"):
+        reference = job.reference()
     files = SubmissionFiles.write(job.work_dir, job.request.submission, reference.init_inputs)
     target = build_target(job.request)
     compiled = _compile(job, record, files, target)
@@ -98,14 +96,12 @@ def _run_stages(job: Job, record: Record) -> None:
 def _run_child(job: Job, env: dict[str, str]) -> RunSession:
     """A warm child where the judge keeps them; else one started now. One that cannot even start is the
     grader's fault (a broken sandbox or torch), not the submission's."""
-    started = time.monotonic()
     job.report(Stage.LOAD, "starting the run child")
     try:
-        return job.warm.children.take(ChildKind(job.gpu_index, job.child_device, tuple(sorted(env.items()))))
+        with job.timed("child_start"):
+            return job.warm.children.take(ChildKind(job.gpu_index, job.child_device, tuple(sorted(env.items()))))
     except StageFailed as failed:
         raise RuntimeError(f"the run child did not start: {failed.failure.message}") from None
-    finally:
-        job.add_seconds("child_start", started)
 
 
 def _compile(job: Job, record: Record, files: SubmissionFiles, target: BuildTarget) -> CompileOutcome:
@@ -165,11 +161,10 @@ def _compiled_baseline(job: Job, record: Record, reference: Reference, init_inpu
     if not plan.measure:
         return
     job.report(Stage.TIMING, "timing torch.compile of the reference")
-    started = time.monotonic()
     measured = BaselineJob(reference, job.work_dir, timed.paths, init_inputs, job.request.trials.seed,
                            job.timing_params, job.request.limits, timed.flush_bytes, plan, tuple(env.items()))
-    record.compiled_baseline = compiled_baseline.measure(measured, job.launcher)
-    job.add_seconds("compiled_baseline", started)
+    with job.timed("compiled_baseline"):
+        record.compiled_baseline = compiled_baseline.measure(measured, job.launcher)
     job.check_device()
 
 

@@ -77,10 +77,9 @@ def time_candidate(job: Job, record: Record, session: RunSession, reference: Ref
                    inputs: TimingInputs) -> TimingSets:
     params = job.timing_params
     with job.in_stage(Stage.TIMING, "timing"):
-        started = time.monotonic()
-        sets, paths = inputs.result()
+        with job.timed("timing:inputs_wait"):
+            sets, paths = inputs.result()
         timed = TimingSets(tuple(paths), params.flush_bytes or timing.default_flush_bytes(job.device))
-        job.add_seconds("timing:inputs_wait", started)
         candidate, loop = _time_both(job, record, session, reference, sets, timed)
         candidate = confirmed(job, record, session, candidate, loop)
         samples, flush_findings = flush_corrected(candidate, loop)
@@ -88,9 +87,8 @@ def time_candidate(job: Job, record: Record, session: RunSession, reference: Ref
         record.candidate_timing = timing.summarize(samples, candidate.stop_reason, candidate.wall_ms,
                                                    candidate.host_bound_reps)
         if job.request.trials.recheck_timed_outputs:
-            started = time.monotonic()
-            recheck_timed_outputs(job, record, session, reference, sets)
-            job.add_seconds("timing:recheck", started)
+            with job.timed("timing:recheck"):
+                recheck_timed_outputs(job, record, session, reference, sets)
         _check_roofline(job, record)
         record.note(speedup_findings(record.speedup()))
         job.report(Stage.TIMING, "timing", 3, 3)
@@ -103,21 +101,18 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
     params, limits, flush_bytes = job.timing_params, job.request.limits, timed.flush_bytes
     rotation = timing.InputRotation([to_device(s, job.device) for s in sets])
     job.report(Stage.TIMING, "timing the reference", 0, 3)
-    started = time.monotonic()
-    before = _time_reference(reference, rotation, params, flush_bytes)
-    job.add_seconds("timing:reference", started)
+    with job.timed("timing:reference"):
+        before = _time_reference(reference, rotation, params, flush_bytes)
     job.report(Stage.TIMING, "timing the candidate", 1, 3)
     settle = settle_s(statistics.median(before.raw.wall_ms) / 1000.0)
-    started = time.monotonic()
-    record.note(integrity_findings(session.warmup(list(timed.paths), params, flush_bytes, limits.timing_s, settle)))
-    job.add_seconds("timing:candidate_warmup", started)
-    started = time.monotonic()
-    candidate = session.time(params, limits.timing_s)
-    job.add_seconds("timing:candidate", started)
+    with job.timed("timing:candidate_warmup"):
+        warmed = session.warmup(list(timed.paths), params, flush_bytes, limits.timing_s, settle)
+    record.note(integrity_findings(warmed))
+    with job.timed("timing:candidate"):
+        candidate = session.time(params, limits.timing_s)
     job.report(Stage.TIMING, "timing the reference again", 2, 3)
-    started = time.monotonic()
-    after = _time_reference(reference, rotation, params, flush_bytes)
-    job.add_seconds("timing:reference_again", started)
+    with job.timed("timing:reference_again"):
+        after = _time_reference(reference, rotation, params, flush_bytes)
     del rotation
     record.method = timing.method_record(params, flush_bytes, job.device, candidate.l2_status)
     record.reference_timing = timing.summarize(
