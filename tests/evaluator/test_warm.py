@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from kernelgrade.evaluator.child.prebuilt import Prebuilt, call_digest, importin
 from kernelgrade.evaluator.judge.reference_cache import References
 from kernelgrade.evaluator.judge.run_children import ChildKind, RunChildren
 from kernelgrade.evaluator.request import DeviceKind
-from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
+from kernelgrade.evaluator.sandbox.launcher import ChildSpec, SubprocessLauncher
 
 CPU = ChildKind(None, "cpu", ())
 CPU_DEVICE = torch.device("cpu")
@@ -88,6 +90,47 @@ def test_closing_stops_the_waiting_children(tmp_path: Path) -> None:
     children.close()
     assert waiting.child.proc.wait(timeout=10) is not None
     assert not waiting.work_dir.exists()
+
+
+class ThreadRecordingLauncher(SubprocessLauncher):
+    """Records which thread started the child of each work dir."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started_by: dict[Path, str] = {}
+
+    def popen(self, spec: ChildSpec) -> subprocess.Popen[bytes]:
+        self.started_by[spec.work_dir] = threading.current_thread().name
+        return super().popen(spec)
+
+
+def test_a_spare_already_starting_is_waited_for_rather_than_a_new_child_started(tmp_path: Path) -> None:
+    launcher = ThreadRecordingLauncher()
+    children = RunChildren(launcher, tmp_path / "work", spares=1)
+    try:
+        children.take(CPU).close()
+        second = children.take(CPU)  # the spare asked for by the first take is still starting
+        assert launcher.started_by[second.work_dir] == "warm-children"
+        second.close()
+    finally:
+        children.close()
+
+
+# A GPU child on a GPU host; here the same path runs with the device "cpu" (no CUDA needed to check the order).
+GPU_LIKE = ChildKind(0, "cpu", ())
+
+
+@pytest.mark.parametrize("kind", [CPU, GPU_LIKE], ids=["cpu", "gpu"])
+def test_no_spare_warms_up_while_the_judge_measures(tmp_path: Path, kind: ChildKind) -> None:
+    children = RunChildren(SubprocessLauncher(), tmp_path / "work", spares=1)
+    try:
+        with children.quiet():
+            children.take(kind).close()  # asks for a spare
+            time.sleep(8)  # ample for a spare to start and warm here, were it allowed to
+            assert children.ready(kind) == 0
+        _wait_ready(children, kind)
+    finally:
+        children.close()
 
 
 def test_a_kept_reference_and_its_trials_are_reused() -> None:

@@ -140,7 +140,8 @@ def _child_stages(job: Job, record: Record, session: RunSession, reference: Refe
         record.note(process_findings(baseline, count_tree(session.child.proc.pid), "during the checked calls"))
         if inputs is None:
             return None
-        timed = time_candidate(job, record, session, reference, inputs)
+        with job.warm.children.quiet():
+            timed = time_candidate(job, record, session, reference, inputs)
         record.note(process_findings(baseline, count_tree(session.child.proc.pid), "by the end of timing"))
         return timed
     finally:
@@ -163,7 +164,7 @@ def _compiled_baseline(job: Job, record: Record, reference: Reference, init_inpu
     job.report(Stage.TIMING, "timing torch.compile of the reference")
     measured = BaselineJob(reference, job.work_dir, timed.paths, init_inputs, job.request.trials.seed,
                            job.timing_params, job.request.limits, timed.flush_bytes, plan, tuple(env.items()))
-    with job.timed("compiled_baseline"):
+    with job.timed("compiled_baseline"), job.warm.children.quiet():
         record.compiled_baseline = compiled_baseline.measure(measured, job.launcher)
     job.check_device()
 

@@ -6,6 +6,10 @@ done all of that and wait, each in a fresh work dir of its own; an evaluation ta
 libraries in and loads the submission. A child is never used for a second submission: it is taken once and
 killed with its evaluation. With no spares (a one-off evaluate()) a child is started on demand, by the same
 code.
+
+A spare must never touch the device while this judge measures: creating a CUDA context and the warm-up's
+kernels would run beside the timed calls. The timed phases hold `quiet()`; a spare waits for it before its
+device warm-up (before it even starts on the CPU, where importing torch competes with the measurement).
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import queue
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +50,8 @@ class RunChildren:
         self._ready: dict[ChildKind, list[RunSession]] = {}
         self._starting: dict[ChildKind, int] = {}
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # a spare became ready or failed to
+        self._quiet = threading.Lock()  # held while this judge measures
         self._closed = False
         # Spares are started by one long-lived thread: bwrap's --die-with-parent ties a child's life to the
         # thread that started it, so a thread that ended after starting one would take its child along.
@@ -51,11 +59,17 @@ class RunChildren:
         self._starter: threading.Thread | None = None
 
     def take(self, kind: ChildKind) -> RunSession:
-        """A warm child of this kind, started now if none is waiting. Raises StageFailed if one started now
-        cannot warm up (the sandbox or torch is broken)."""
+        """A warm child of this kind (waiting for one that is starting), started now if none is coming.
+        Raises StageFailed if one started now cannot warm up (the sandbox or torch is broken)."""
         session = self._pop_live(kind)
         self._refill(kind)
         return session if session is not None else self._start(kind)
+
+    @contextmanager
+    def quiet(self) -> Iterator[None]:
+        """Held around a measurement: no spare of this judge touches the device meanwhile."""
+        with self._quiet:
+            yield
 
     def ready(self, kind: ChildKind) -> int:
         with self._lock:
@@ -66,30 +80,41 @@ class RunChildren:
             self._closed = True
             waiting = [s for sessions in self._ready.values() for s in sessions]
             self._ready.clear()
+            self._changed.notify_all()
         self._requests.put(None)
         for session in waiting:
             discard(session)
 
     def _pop_live(self, kind: ChildKind) -> RunSession | None:
-        """A waiting child that is still alive (one may have been killed meanwhile: the OOM killer, say)."""
+        """A waiting child that is still alive (one may have been killed meanwhile: the OOM killer, say). A
+        spare already starting is nearer to ready than one started now, so it is waited for."""
         while True:
             with self._lock:
+                self._changed.wait_for(lambda: self._ready.get(kind) or not self._starting.get(kind) or self._closed,
+                                       WARM_S)
                 ready = self._ready.get(kind, [])
                 session = ready.pop(0) if ready else None
             if session is None or session.child.proc.poll() is None:
                 return session
             discard(session)
 
-    def _start(self, kind: ChildKind) -> RunSession:
+    def _start(self, kind: ChildKind, before_device: AbstractContextManager[object] = nullcontext()) -> RunSession:
         self.work_root.mkdir(parents=True, exist_ok=True)
         work_dir = Path(tempfile.mkdtemp(prefix="job-", dir=self.work_root))
         session = RunSession(self.launcher, work_dir, kind.gpu_index, dict(kind.env), self.hidden)
         try:
-            session.warm(kind.device, WARM_S)
+            with before_device:
+                session.warm(kind.device, WARM_S)
         except StageFailed:
             discard(session)
             raise
         return session
+
+    def _start_spare(self, kind: ChildKind) -> RunSession:
+        if kind.gpu_index is None:  # on the CPU the whole start competes with a measurement
+            with self._quiet:
+                return self._start(kind)
+        return self._start(kind, before_device=self._quiet)
 
     def _refill(self, kind: ChildKind) -> None:
         with self._lock:
@@ -107,7 +132,7 @@ class RunChildren:
         while (kind := self._requests.get()) is not None:
             session: RunSession | None = None
             try:
-                session = self._start(kind)
+                session = self._start_spare(kind)
             except Exception:  # the evaluation that needs one will start it itself and report the failure
                 log.warning("could not start a warm run child", exc_info=True)
             with self._lock:
@@ -115,6 +140,7 @@ class RunChildren:
                 if session is not None and not self._closed:
                     self._ready.setdefault(kind, []).append(session)
                     session = None
+                self._changed.notify_all()
             if session is not None:
                 discard(session)
 
