@@ -109,9 +109,11 @@ def test_a_spare_already_starting_is_waited_for_rather_than_a_new_child_started(
     children = RunChildren(launcher, tmp_path / "work", spares=1)
     try:
         children.take(CPU).close()
-        second = children.take(CPU)  # the spare asked for by the first take is still starting
-        assert launcher.started_by[second.work_dir] == "warm-children"
-        second.close()
+        _wait_ready(children, CPU)
+        children.take(CPU).close()  # takes the ready spare and asks for the next one
+        starting = children.take(CPU)
+        assert launcher.started_by[starting.work_dir] == "warm-children"
+        starting.close()
     finally:
         children.close()
 
@@ -120,7 +122,7 @@ def test_a_spare_already_starting_is_waited_for_rather_than_a_new_child_started(
 GPU_LIKE = ChildKind(0, "cpu", ())
 
 
-@pytest.mark.parametrize("kind", [CPU, GPU_LIKE], ids=["cpu", "gpu"])
+@pytest.mark.parametrize("kind", [CPU, GPU_LIKE], ids=["cpu_kind", "device_kind"])
 def test_no_spare_warms_up_while_the_judge_measures(tmp_path: Path, kind: ChildKind) -> None:
     children = RunChildren(SubprocessLauncher(), tmp_path / "work", spares=1)
     try:

@@ -98,12 +98,12 @@ class RunChildren:
                 return session
             discard(session)
 
-    def _start(self, kind: ChildKind, before_device: AbstractContextManager[object] = nullcontext()) -> RunSession:
+    def _start(self, kind: ChildKind, before_device: AbstractContextManager[object] | None = None) -> RunSession:
         self.work_root.mkdir(parents=True, exist_ok=True)
         work_dir = Path(tempfile.mkdtemp(prefix="job-", dir=self.work_root))
         session = RunSession(self.launcher, work_dir, kind.gpu_index, dict(kind.env), self.hidden)
         try:
-            with before_device:
+            with before_device or nullcontext():
                 session.warm(kind.device, WARM_S)
         except StageFailed:
             discard(session)
