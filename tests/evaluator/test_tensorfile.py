@@ -22,6 +22,17 @@ def test_values_round_trip(tmp_path: Path) -> None:
     assert back[5] is None
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_loading_onto_a_device_moves_the_top_level_tensors_only(tmp_path: Path, device: str) -> None:
+    values = [torch.randn(256, 256, device=device).t(), torch.tensor(3, device=device), [torch.arange(5)], 1.5]
+    tensorfile.save(tmp_path / "x.kgt", values)
+    back = tensorfile.load(tmp_path / "x.kgt", torch.device(device))
+    assert back[0].device.type == device and torch.equal(back[0], values[0])
+    assert back[1].device.type == device and int(back[1]) == 3
+    assert back[2][0].device.type == "cpu"  # as to_device() leaves them
+    assert back[3] == 1.5
+
+
 def test_save_replaces_a_planted_symlink_instead_of_writing_through_it(tmp_path: Path) -> None:
     victim = tmp_path / "victim"
     victim.write_text("precious")

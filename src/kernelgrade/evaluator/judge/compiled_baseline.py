@@ -24,7 +24,7 @@ from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.compare import check_structure, compare_values
 from kernelgrade.evaluator.judge import environment
-from kernelgrade.evaluator.judge.reference import Reference, derive_seed, save_timing_sets, to_device
+from kernelgrade.evaluator.judge.reference import Reference, derive_seed, save_timing_sets
 from kernelgrade.evaluator.judge.session import RunSession, StageFailed
 from kernelgrade.evaluator.request import BaselinePlan, Limits, TimingParams
 from kernelgrade.evaluator.result import BaselineStatus, CompiledBaseline, TimingMethod, TimingStats
@@ -125,7 +125,7 @@ def _check_outputs(job: BaselineJob, session: RunSession) -> None:
     inputs_path, outputs_path = job.work_dir / "baseline_inputs.kgt", job.work_dir / "baseline_outputs.kgt"
     tensorfile.save(inputs_path, inputs)
     reply = session.call(inputs_path, outputs_path, [], job.limits.call_s)
-    outs = to_device(tensorfile.load(outputs_path), reference.device)
+    outs = tensorfile.load(outputs_path, reference.device)
     comparison = check_structure(reply.outputs, expected.refs, reference.device.type) or compare_values(
         outs, expected, reference.problem.precision)
     if not comparison.passed:

@@ -5,7 +5,9 @@ Inputs go to the child as a file and outputs come back as one; the expected valu
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -17,7 +19,7 @@ from kernelgrade.evaluator.integrity.crosscheck import integrity_findings
 from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.outcome import Verdicted
 from kernelgrade.evaluator.judge.record import Record
-from kernelgrade.evaluator.judge.reference import Reference, TrialData, derive_seed, to_device
+from kernelgrade.evaluator.judge.reference import Reference, TrialData, derive_seed
 from kernelgrade.evaluator.judge.session import RunSession
 from kernelgrade.evaluator.judge.settle import settle_s
 from kernelgrade.evaluator.request import TrialPlan
@@ -36,11 +38,45 @@ def check_correctness(job: Job, record: Record, session: RunSession, reference: 
     integrity: Integrity | None = None
     with job.in_stage(Stage.CORRECTNESS, "checking correctness"):
         trials = trial_seeds(job.request.trials, job.secret, job.secret_seeds())
-        for done, trial in enumerate(trials):
-            job.report(Stage.CORRECTNESS, "correctness", done, len(trials))
-            integrity = _run_trial(job, record, session, reference, trial)
+        with TrialInputs(job.work_dir, reference, trials) as ahead:
+            for done, trial in enumerate(trials):
+                job.report(Stage.CORRECTNESS, "correctness", done, len(trials))
+                integrity = _run_trial(job, record, session, trial, ahead)
         job.report(Stage.CORRECTNESS, "correctness", len(trials), len(trials))
     return integrity
+
+
+class TrialInputs:
+    """Each trial's data and inputs file, made one trial ahead in the background: the judge writes trial
+    k+1's inputs (and computes its expected outputs, where they are not kept) while the child runs trial k.
+    One ahead, not all: a problem's inputs can be gigabytes."""
+
+    def __init__(self, work_dir: Path, reference: Reference, trials: list[Trial]) -> None:
+        self.work_dir, self.reference, self.trials = work_dir, reference, trials
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="trial-inputs")
+        self._next: Future[tuple[TrialData, Path]] | None = self._submit(0)
+
+    def __enter__(self) -> TrialInputs:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def take(self, index: int) -> tuple[TrialData, Path]:
+        """Trial `index`'s data and file (trials are taken in order); starts on the next one."""
+        assert self._next is not None, "every trial was taken"
+        made = self._next.result()
+        self._next = self._submit(index + 1)
+        return made
+
+    def _submit(self, index: int) -> Future[tuple[TrialData, Path]] | None:
+        return self._pool.submit(self._write, self.trials[index]) if index < len(self.trials) else None
+
+    def _write(self, trial: Trial) -> tuple[TrialData, Path]:
+        data = self.reference.trial(trial.seed)
+        path = self.work_dir / f"trial_inputs_{trial.index}.kgt"
+        tensorfile.save(path, data.inputs)
+        return data, path
 
 
 def trial_seeds(plan: TrialPlan, secret: str, pooled: list[int] | None = None) -> list[Trial]:
@@ -54,14 +90,17 @@ def trial_seeds(plan: TrialPlan, secret: str, pooled: list[int] | None = None) -
     return public + hidden
 
 
-def _run_trial(job: Job, record: Record, session: RunSession, reference: Reference, trial: Trial) -> Integrity:
-    data = reference.trial(trial.seed)
-    inputs_path, outputs_path = job.work_dir / "trial_inputs.kgt", job.work_dir / "trial_outputs.kgt"
-    tensorfile.save(inputs_path, data.inputs)
-    reply = session.call(inputs_path, outputs_path, [r.numel() * r.element_size() for r in data.expected.refs],
-                         job.request.limits.call_s, settle_s(reference.forward_s))
-    outs = to_device(tensorfile.load(outputs_path), job.device)
-    _judge_call(job, record, trial, reply, _mutated(data, reply), outs, data.expected)
+def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahead: TrialInputs) -> Integrity:
+    with job.timed("correctness:inputs"):
+        data, inputs_path = ahead.take(trial.index)
+    outputs_path = job.work_dir / "trial_outputs.kgt"
+    with job.timed("correctness:call"):
+        reply = session.call(inputs_path, outputs_path, [r.numel() * r.element_size() for r in data.expected.refs],
+                             job.request.limits.call_s, settle_s(ahead.reference.forward_s))
+    inputs_path.unlink(missing_ok=True)
+    with job.timed("correctness:judge"):
+        outs = tensorfile.load(outputs_path, job.device)
+        _judge_call(job, record, trial, reply, _mutated(data, reply), outs, data.expected)
     return reply.integrity
 
 
