@@ -169,8 +169,8 @@ class Harness:
 
     def handle(self, command: dict[str, Any]) -> dict[str, Any]:
         op = command.get("op")
-        handler = {"warm": self.warm, "load": self.load, "call": self.call, "warmup": self.warmup, "time": self.time,
-                   "timed_outputs": self.timed_outputs}.get(str(op))
+        handler = {"ready": self.ready, "warm": self.warm, "load": self.load, "call": self.call,
+                   "warmup": self.warmup, "time": self.time, "timed_outputs": self.timed_outputs}.get(str(op))
         if handler is None:
             return {"ok": False, "kind": "protocol", "error": f"unknown op {op!r}"}
         started = _perf_counter()
@@ -187,6 +187,11 @@ class Harness:
             return fn(*args)
         except BaseException as exc:  # SystemExit and KeyboardInterrupt from submission code included
             raise SubmissionFailed(_format_exception(exc)) from None
+
+    def ready(self, _command: dict[str, Any]) -> dict[str, Any]:
+        """Torch is imported (before the command loop): the judge learns the child is up without it touching
+        the device, so that a judge that is measuring can hold the device warm-up back."""
+        return {}
 
     def warm(self, command: dict[str, Any]) -> dict[str, Any]:
         """Everything before the submission that takes time: torch's device context and library handles. A
@@ -222,8 +227,7 @@ class Harness:
 
     def _inputs(self, path: str) -> list[Any]:
         with inert():
-            values = tensorfile.load(Path(path))
-            return [v.to(self.device) if isinstance(v, _Tensor) else v for v in values]
+            return tensorfile.load(Path(path), self.device)
 
     def call(self, command: dict[str, Any]) -> dict[str, Any]:
         inputs = self._inputs(command["inputs"])

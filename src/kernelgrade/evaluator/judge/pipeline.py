@@ -140,8 +140,7 @@ def _child_stages(job: Job, record: Record, session: RunSession, reference: Refe
         record.note(process_findings(baseline, count_tree(session.child.proc.pid), "during the checked calls"))
         if inputs is None:
             return None
-        with job.warm.children.quiet():
-            timed = time_candidate(job, record, session, reference, inputs)
+        timed = time_candidate(job, record, session, reference, inputs)
         record.note(process_findings(baseline, count_tree(session.child.proc.pid), "by the end of timing"))
         return timed
     finally:

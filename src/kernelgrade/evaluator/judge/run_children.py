@@ -8,8 +8,9 @@ killed with its evaluation. With no spares (a one-off evaluate()) a child is sta
 code.
 
 A spare must never touch the device while this judge measures: creating a CUDA context and the warm-up's
-kernels would run beside the timed calls. The timed phases hold `quiet()`; a spare waits for it before its
-device warm-up (before it even starts on the CPU, where importing torch competes with the measurement).
+kernels would run beside the timed calls. The timed phases hold `quiet()`; a spare that has imported torch
+waits for it before its device warm-up (before it even starts on the CPU, where importing torch competes with
+the measurement).
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ class RunChildren:
         work_dir = Path(tempfile.mkdtemp(prefix="job-", dir=self.work_root))
         session = RunSession(self.launcher, work_dir, kind.gpu_index, dict(kind.env), self.hidden)
         try:
+            session.started(WARM_S)
             with before_device or nullcontext():
                 session.warm(kind.device, WARM_S)
         except StageFailed:

@@ -59,8 +59,12 @@ class RunSession:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(built / entry.library, target)
 
+    def started(self, timeout: float) -> None:
+        """Wait until the child has imported torch: work on the CPU only, nothing on the device yet."""
+        self._request(Stage.LOAD, {"op": "ready", "channel_key": self._key}, timeout)
+
     def warm(self, device: str, timeout: float) -> None:
-        """Import torch, create the device's context and its libraries' handles, before any submission."""
+        """Create the device's context and its libraries' handles, before any submission."""
         self._request(Stage.LOAD, {"op": "warm", "device": device, "channel_key": self._key}, timeout)
 
     def close(self) -> None:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,7 +78,7 @@ class TimingInputs:
 def time_candidate(job: Job, record: Record, session: RunSession, reference: Reference,
                    inputs: TimingInputs) -> TimingSets:
     params = job.timing_params
-    with job.in_stage(Stage.TIMING, "timing"):
+    with job.in_stage(Stage.TIMING, "timing"), _alone_on_device(job):
         with job.timed("timing:inputs_wait"):
             sets, paths = inputs.result()
         timed = TimingSets(tuple(paths), params.flush_bytes or timing.default_flush_bytes(job.device))
@@ -93,6 +95,16 @@ def time_candidate(job: Job, record: Record, session: RunSession, reference: Ref
         record.note(speedup_findings(record.speedup()))
         job.report(Stage.TIMING, "timing", 3, 3)
     return timed
+
+
+@contextmanager
+def _alone_on_device(job: Job) -> Iterator[None]:
+    """No spare run child of this judge touches the device while it measures (run_children.py); waiting for
+    one that is creating its context is part of this job's device time."""
+    with ExitStack() as held:
+        with job.timed("timing:quiet_wait"):
+            held.enter_context(job.warm.children.quiet())
+        yield
 
 
 def _time_both(job: Job, record: Record, session: RunSession, reference: Reference, sets: list[list[Any]],
