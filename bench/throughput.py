@@ -1,7 +1,8 @@
 """Grading throughput of the embedded service, as an RL loop sees it: N distinct submissions in, N verdicts out.
 
-    PYTHONPATH=src python3 bench/throughput.py [--device cuda|cpu] [--n N] [--prebuilt] [--compare-warm]
-                                               [--env KEY=VALUE ...] [--compile-errors F] [--wrong F] [--json PATH]
+    PYTHONPATH=src python3 bench/throughput.py [--device cuda|cpu] [--n N] [--prebuilt [--build-jobs J]]
+                                               [--compare-warm | --compare KERNELGRADE_X=A,B] [--env KEY=VALUE ...]
+                                               [--compile-errors F] [--wrong F] [--json PATH]
 
 Starts `kernelgrade serve` (SQLite, local judges, sandboxed: bwrap where it works) in a child process on a free
 port with a fresh temporary data dir, posts N distinct submissions over HTTP (POST /v1/submissions/batch), and
@@ -11,9 +12,12 @@ CPU problems. A fraction do not build and a fraction give wrong values; the verd
 
 With --prebuilt every submission is graded once first and the same sources are then submitted again (force), so
 the measured stream is distinct, already-built submissions (the compile cache hits): verdicts per device-hour.
-Without it the builds are part of the stream: how busy the device stays while they run.
+--build-jobs J first builds them J at a time straight into the server's compile cache (a GPU host's builds take
+a minute each). Without --prebuilt the builds are part of the stream: how busy the device stays while they run.
 
-Printed per configuration (side by side with --compare-warm, which runs KERNELGRADE_WARM_CHILDREN=0 then 1):
+Printed per configuration, side by side where there are several: --compare KERNELGRADE_X=A,B runs one server
+with each value (KERNELGRADE_LOCAL_JUDGES=1,2: one GPU, then two), --compare-warm is
+--compare KERNELGRADE_WARM_CHILDREN=0,1:
 - verdicts/hour: N / wall, wall = first submission's creation to last verdict (server timestamps);
 - submit-to-verdict latency p50/p95 (each evaluation's finished_at - created_at);
 - device seconds per verdict: the stages the run child holds the device (load + correctness + timing +
@@ -33,13 +37,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
 
 from kernelbench_inprocess import InProcess, grade, run_module
-from throughput_corpus import Expect, Submission, build_corpus
+from kernelgrade.evaluator import DeviceKind, EvalRequest, ProblemSpec, precompile
+from kernelgrade.evaluator.sandbox.levels import make_launcher
+from throughput_corpus import Expect, ProblemRef, Submission, build_corpus
 from throughput_report import InProcessSummary, RunReport, print_in_process, print_runs, summarize
 from throughput_service import Config, Service, served
 
@@ -79,9 +86,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def configs(args: argparse.Namespace) -> list[Config]:
     extra = dict(_setting(item) for item in args.env)
-    if not args.compare_warm:
+    compared = "KERNELGRADE_WARM_CHILDREN=0,1" if args.compare_warm else args.compare
+    if not compared:
         return [Config(" ".join(f"{k}={v}" for k, v in extra.items()) or "defaults", extra)]
-    return [Config(f"warm_children={w}", {**extra, "KERNELGRADE_WARM_CHILDREN": w}) for w in ("0", "1")]
+    key, values = _setting(compared)
+    label = key.removeprefix("KERNELGRADE_").lower()
+    return [Config(f"{label}={v}", {**extra, key: v}) for v in values.split(",")]
 
 
 def measure(config: Config, corpus: list[Submission], root: Path, index: int, args: argparse.Namespace) -> RunReport:
@@ -90,12 +100,39 @@ def measure(config: Config, corpus: list[Submission], root: Path, index: int, ar
     data_dir = root / ("data" if args.prebuilt else f"data-{index}")
     database = data_dir / f"run-{index}.db"
     print(f"# {config.label}: starting kernelgrade serve (data dir {data_dir})", flush=True)
+    if args.prebuilt and args.build_jobs and index == 0:
+        build_ahead(corpus, args.device, data_dir, args.build_jobs)
     with served(data_dir, database, config.env) as service:
         service.register_problems(corpus)
         build_pass = _build_pass(service, corpus, args.timeout) if args.prebuilt else None
         print(f"# {config.label}: submitting {len(corpus)} submissions", flush=True)
         graded = service.grade(corpus, force=args.prebuilt, timeout_s=args.timeout)
         return summarize(config, graded, service.devices(), build_pass)
+
+
+def build_ahead(corpus: list[Submission], device: str, data_dir: Path, jobs: int) -> None:
+    """Every submission built `jobs` at a time into the compile cache the server will use (data_dir/cache,
+    keyed by source and target only), so its build pass finds them all built."""
+    launcher = make_launcher("auto")
+    work = data_dir / "work"
+    started = time.perf_counter()
+
+    def build(submission: Submission) -> None:
+        request = EvalRequest(problem=_spec(submission.problem, device), submission=submission.source,
+                              cache_dir=data_dir / "cache", work_root=work, compile_jobs=2)
+        precompile(request, launcher)
+
+    print(f"# building {len(corpus)} submissions, {jobs} at a time", flush=True)
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(build, corpus))
+    print(f"# built in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def _spec(problem: ProblemRef, device: str) -> ProblemSpec:
+    """As the service sees the problem it was given (its device kind is the run's)."""
+    from kernelgrade.problems import load_problem_source
+
+    return replace(load_problem_source(problem.source, problem.name).spec(), device=DeviceKind(device))
 
 
 def _build_pass(service: Service, corpus: list[Submission], timeout_s: float) -> float:
@@ -142,8 +179,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--compile-errors", type=float, default=0.15, help="fraction that does not build")
     parser.add_argument("--wrong", type=float, default=0.15, help="fraction with wrong output values")
     parser.add_argument("--prebuilt", action="store_true", help="measure already-built submissions only")
-    parser.add_argument("--compare-warm", action="store_true",
-                        help="run with KERNELGRADE_WARM_CHILDREN=0, then 1, and print them side by side")
+    parser.add_argument("--build-jobs", type=int, default=0, help="with --prebuilt: build J at a time beforehand")
+    compare = parser.add_mutually_exclusive_group()
+    compare.add_argument("--compare-warm", action="store_true",
+                         help="run with KERNELGRADE_WARM_CHILDREN=0, then 1, and print them side by side")
+    compare.add_argument("--compare", metavar="KERNELGRADE_X=A,B",
+                         help="one server per value of the setting, side by side")
     parser.add_argument("--env", action="append", default=[], metavar="KERNELGRADE_X=V",
                         help="a setting for the server (repeatable)")
     parser.add_argument("--timeout", type=float, default=7200.0, help="seconds to wait for one pass's verdicts")
