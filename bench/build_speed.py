@@ -2,17 +2,20 @@
 time and K at a time.
 
     PYTHONPATH=src python3 bench/build_speed.py --device cuda --builds 16 [--concurrency K] [--jobs J]
-    PYTHONPATH=src python3 bench/build_speed.py --device cpu --builds 3
+    PYTHONPATH=src python3 bench/build_speed.py --device cpu --builds 3 --case cpu_correct
 
 The sources are real load_inline kernels from tests/cases (bench/throughput_corpus.py), each with a line of its
 own so that no two share a build: CUDA (`cuda_sources`) ones on --device cuda, C++ (`cpp_sources`) ones on
---device cpu. Every phase builds into fresh directories, so nothing is a cache hit.
+--device cpu (--case restricts them to variants of one case). The one-at-a-time and the concurrent phases get
+sources of their own, and plain builds fresh directories, so nothing is a cache hit.
 
 - plain: a fresh `python` process imports the submission and constructs ModelNew, as KernelBench does, with
   its own TORCH_EXTENSIONS_DIR; `load_inline s` is the import and constructor alone, `process s` the whole
   process (interpreter and torch import included).
 - kernelgrade: evaluator.precompile(), the compile stage of a grading: the sandboxed compile child (bwrap
-  where it works) and the compile cache's bookkeeping.
+  where it works) and the compile cache's bookkeeping, without the precompiled torch/extension.h;
+- kernelgrade+pch: the same with it (the service's default). Its PCHs are built first, untimed, by one build
+  of each case (a case whose flags no PCH serves builds as without one); --no-pch leaves this way out.
 
 Printed: each way's median seconds one at a time, the ratio to plain, and builds/hour with K builds running at
 once (K: --concurrency, by default what the service's compile-ahead would choose on this host). Needs only the
@@ -42,7 +45,7 @@ from kernelgrade.evaluator.judge.compile import BuildTarget, arch_env
 from kernelgrade.evaluator.judge.pipeline import build_target
 from kernelgrade.evaluator.sandbox.levels import make_launcher
 from kernelgrade.service.worker.build_slots import plan_build_slots, read_host
-from throughput_corpus import ProblemRef, Submission, build_corpus
+from throughput_corpus import CASES, CPU_CASES, CUDA_CASES, Expect, ProblemRef, Submission, problem_of, variant
 
 # What the plain process runs: the submission's import and ModelNew's constructor, timed after torch is
 # imported, the time printed as JSON on its last line.
@@ -101,10 +104,11 @@ def plain_way(target: BuildTarget) -> Way:
     return Way("plain", build)
 
 
-def kernelgrade_way(name: str, launcher: Launcher, jobs: int) -> Way:
+def kernelgrade_way(name: str, launcher: Launcher, jobs: int, cache: Path, pch: bool) -> Way:
+    """Builds into one compile cache (the sources are distinct, so no build hits it; its PCHs persist)."""
     def build(submission: Submission, scratch: Path) -> Timed:
-        request = EvalRequest(problem=spec_of(submission.problem), submission=submission.source,
-                              cache_dir=scratch / "cache", work_root=scratch / "work", compile_jobs=jobs)
+        request = EvalRequest(problem=spec_of(submission.problem), submission=submission.source, cache_dir=cache,
+                              work_root=scratch / "work", compile_jobs=jobs, precompiled_header=pch)
         started = time.monotonic()
         outcome = precompile(request, launcher)
         wall = time.monotonic() - started
@@ -113,6 +117,31 @@ def kernelgrade_way(name: str, launcher: Launcher, jobs: int) -> Way:
         return Timed(wall, wall, ok=outcome.failure is None and not outcome.cache_hit)
 
     return Way(name, build)
+
+
+def corpus_of(device: str, n: int, case: str | None) -> list[Submission]:
+    """n distinct correct variants, the cases taken in turn (or only `case`)."""
+    cases = [c for c in (CUDA_CASES if device == "cuda" else CPU_CASES)
+             if c.gets is Expect.CORRECT and case in (None, c.folder)]
+    if not cases:
+        raise SystemExit(f"no correct {device} case {case!r}")
+    corpus = []
+    for index in range(n):
+        folder = CASES / cases[index % len(cases)].folder
+        source = variant((folder / "submission.py").read_text(), index, Expect.CORRECT, cases[index % len(cases)])
+        corpus.append(Submission(index, folder.name, Expect.CORRECT, problem_of(folder), source, source))
+    return corpus
+
+
+def warm_up(way: Way, corpus: Sequence[Submission], root: Path) -> None:
+    """One build of each case, one at a time, with indices of their own: the PCHs its flags need get built."""
+    firsts = {s.case: s for s in reversed(corpus)}.values()
+    started = time.monotonic()
+    run_phase(way, [Submission(s.index + 100_000, s.case, s.expect, s.problem,
+                               s.source.replace("// variant ", "// warm-up variant "), s.base_source) for s in firsts],
+              1, root)
+    print(f"  {way.name} warm-up: {len(firsts)} build(s) and their PCHs in {time.monotonic() - started:.0f} s",
+          flush=True)
 
 
 def run_phase(way: Way, corpus: Sequence[Submission], concurrency: int, root: Path) -> tuple[list[Timed], float]:
@@ -167,21 +196,28 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=0, help="builds at once (default: the service's choice)")
     parser.add_argument("--jobs", type=int, default=0, help="MAX_JOBS of each build (default: the service's choice)")
     parser.add_argument("--sandbox", default="auto")
+    parser.add_argument("--case", help="only variants of this tests/cases folder")
+    parser.add_argument("--no-pch", action="store_true", help="leave out the kernelgrade+pch way")
     parser.add_argument("--keep", action="store_true", help="keep the build dirs (removed by default)")
     args = parser.parse_args()
     host = read_host()
     slots = plan_build_slots(args.concurrency, args.jobs or 4, torch.cuda.device_count(), host)
     jobs = args.jobs or slots.jobs
-    corpus = build_corpus(args.device, args.builds, 0.0, 0.0)
+    corpus = corpus_of(args.device, 2 * args.builds, args.case)
+    serial_corpus, concurrent_corpus = corpus[: args.builds], corpus[args.builds :]
     # A benchmark of the repository's own kernels: --sandbox none on its command line is the operator's choice.
     launcher = make_launcher(args.sandbox, allow_unsandboxed=True)
     target = build_target(EvalRequest(problem=spec_of(corpus[0].problem), submission="", cache_dir=Path(),
                                       work_root=Path(), compile_jobs=jobs))
-    ways = [plain_way(target), kernelgrade_way("kernelgrade", launcher, jobs)]
+    root = Path(tempfile.mkdtemp(prefix="kg-build-speed-"))
+    ways = [plain_way(target), kernelgrade_way("kernelgrade", launcher, jobs, root / "cache", pch=False)]
+    if not args.no_pch:
+        ways.append(kernelgrade_way("kernelgrade+pch", launcher, jobs, root / "cache-pch", pch=True))
     print(f"device {args.device}, {len(corpus)} distinct sources, {host.cores} cores, MAX_JOBS {jobs},"
           f" sandbox {launcher.level}, arch {target.arch or '-'}, torch {torch.__version__}")
-    root = Path(tempfile.mkdtemp(prefix="kg-build-speed-"))
-    serial = one_at_a_time(ways, corpus, root)
+    if not args.no_pch:
+        warm_up(ways[-1], serial_corpus, root)
+    serial = one_at_a_time(ways, serial_corpus, root)
     print_serial(serial)
     print(f"\n{slots.workers} at a time ({slots.why}):")
     for way in ways:
@@ -189,7 +225,7 @@ def main() -> int:
             timed = serial[way.name]
             print_concurrent(way.name, timed, sum(t.wall for t in timed), 1)
             continue
-        timed, wall = run_phase(way, corpus, slots.workers, root)
+        timed, wall = run_phase(way, concurrent_corpus, slots.workers, root)
         print_concurrent(way.name, timed, wall, slots.workers)
     if args.keep:
         print(f"\n(build dirs under {root})")

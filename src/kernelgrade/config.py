@@ -49,6 +49,9 @@ class Settings:
     # 0: as many as the host holds beside its GPU judges (cores and memory; service/worker/build_slots.py), and
     # one on a CPU-only pool. A positive value is taken as given.
     compile_workers: int = 0
+    # Compile load_inline's generated main.cpp against a precompiled torch/extension.h, built by the judge once
+    # per compiler, torch version and flag variant under the cache dir (about 0.8 GB each).
+    precompiled_headers: bool = True
     # A job is tried at most this many times before it is failed with the reason.
     max_attempts: int = 3
     # A worker renews its lease on a job every lease_seconds / 3; an expired lease means the worker died.
