@@ -1,8 +1,11 @@
 """Build speed: a plain load_inline build beside kernelgrade's sandboxed compile of the same source, one at a
 time and K at a time.
 
-    PYTHONPATH=src python3 bench/build_speed.py --device cuda --builds 16 [--concurrency K] [--jobs J]
-    PYTHONPATH=src python3 bench/build_speed.py --device cpu --builds 3 --case cpu_correct
+    PYTHONPATH=src python3 bench/build_speed.py --device cuda --builds 16 [--serial 3] [--concurrency K] [--jobs J]
+    PYTHONPATH=src python3 bench/build_speed.py --device cpu --builds 2 --serial 2 --case cpu_correct
+
+--serial S sources are built one at a time by each way (the medians), --builds N others K at a time by each way
+(builds/hour); on a GPU host with 16 builds that is about 3 x (3 + 16 / K) minute-long builds.
 
 The sources are real load_inline kernels from tests/cases (bench/throughput_corpus.py), each with a line of its
 own so that no two share a build: CUDA (`cuda_sources`) ones on --device cuda, C++ (`cpp_sources`) ones on
@@ -192,7 +195,8 @@ def print_concurrent(name: str, timed: list[Timed], wall: float, concurrency: in
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--builds", type=int, default=3, help="distinct sources (default 3)")
+    parser.add_argument("--builds", type=int, default=3, help="sources built K at a time by each way (default 3)")
+    parser.add_argument("--serial", type=int, default=3, help="sources built one at a time by each way (default 3)")
     parser.add_argument("--concurrency", type=int, default=0, help="builds at once (default: the service's choice)")
     parser.add_argument("--jobs", type=int, default=0, help="MAX_JOBS of each build (default: the service's choice)")
     parser.add_argument("--sandbox", default="auto")
@@ -203,8 +207,8 @@ def main() -> int:
     host = read_host()
     slots = plan_build_slots(args.concurrency, args.jobs or 4, torch.cuda.device_count(), host)
     jobs = args.jobs or slots.jobs
-    corpus = corpus_of(args.device, 2 * args.builds, args.case)
-    serial_corpus, concurrent_corpus = corpus[: args.builds], corpus[args.builds :]
+    corpus = corpus_of(args.device, args.serial + args.builds, args.case)
+    serial_corpus, concurrent_corpus = corpus[: args.serial], corpus[args.serial :]
     # A benchmark of the repository's own kernels: --sandbox none on its command line is the operator's choice.
     launcher = make_launcher(args.sandbox, allow_unsandboxed=True)
     target = build_target(EvalRequest(problem=spec_of(corpus[0].problem), submission="", cache_dir=Path(),
@@ -221,7 +225,7 @@ def main() -> int:
     print_serial(serial)
     print(f"\n{slots.workers} at a time ({slots.why}):")
     for way in ways:
-        if slots.workers == 1:
+        if slots.workers == 1 and len(serial_corpus) == len(concurrent_corpus):
             timed = serial[way.name]
             print_concurrent(way.name, timed, sum(t.wall for t in timed), 1)
             continue
