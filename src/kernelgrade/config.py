@@ -42,9 +42,16 @@ class Settings:
     broker_url: str = "redis://127.0.0.1:6379/0"
     # Prepended to every queue name, so deployments (or concurrent test runs) can share one broker.
     queue_prefix: str = ""
+    # MAX_JOBS of one build (ninja's parallel compiler processes). A load_inline build has two or three
+    # translation units, so more than that gains nothing; the compile-ahead may lower it (build_slots.py).
     compile_jobs: int = 4
-    # Concurrent compiles in the embedded worker pool (they overlap the device stage of other jobs).
-    compile_workers: int = 1
+    # Concurrent compile-ahead builds in the embedded worker pool (they overlap the device stage of other jobs).
+    # 0: as many as the host holds beside its GPU judges (cores and memory; service/worker/build_slots.py), and
+    # one on a CPU-only pool. A positive value is taken as given.
+    compile_workers: int = 0
+    # Compile load_inline's generated main.cpp against a precompiled torch/extension.h, built by the judge once
+    # per compiler, torch version and flag variant under the cache dir (about 0.8 GB each).
+    precompiled_headers: bool = True
     # A job is tried at most this many times before it is failed with the reason.
     max_attempts: int = 3
     # A worker renews its lease on a job every lease_seconds / 3; an expired lease means the worker died.

@@ -22,8 +22,11 @@ ApiFactory = Callable[..., httpx.Client]
 
 
 def base_settings(tmp_path: Path, url: str, **overrides: Any) -> Settings:
-    """Settings of a test server: its own data dir and database, no embedded workers, fast protocol."""
-    settings = Settings(data_dir=tmp_path, database_url=url, timing_profile="fast", local_judges=0)
+    """Settings of a test server: its own data dir and database, no embedded workers, fast protocol, and no
+    precompiled headers (each test's fresh cache would build its own, 0.8 GB and a build's time;
+    tests/evaluator/test_header_pch.py tests them)."""
+    settings = Settings(data_dir=tmp_path, database_url=url, timing_profile="fast", local_judges=0,
+                        precompiled_headers=False)
     return replace(settings, **overrides)
 
 

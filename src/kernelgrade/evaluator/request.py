@@ -172,5 +172,9 @@ class EvalRequest:
     limits: Limits = field(default_factory=Limits)
     max_source_bytes: int = 512 * 1024
     compile_jobs: int = 4
+    # Compile load_inline's main.cpp against a precompiled torch/extension.h (built once per compiler, torch
+    # and flags under cache_dir/pch) where the call's flags allow it. Off by default: the first build of each
+    # flag variant also builds its PCH (about a build's time and 0.8 GB), which a one-off grading never repays.
+    precompiled_header: bool = False
     measure_timing: bool = True
     compiled_baseline: BaselinePlan = field(default_factory=BaselinePlan)

@@ -1,5 +1,6 @@
 """The compile child: runs the submission's import (and constructor) so its load_inline builds happen
-here, with no GPU, into the cache entry named by TORCH_EXTENSIONS_DIR. Reports which builds failed.
+here, with no GPU, into the cache entry named by TORCH_EXTENSIONS_DIR. Reports which builds failed, and the
+precompiled-header variants its calls wanted and did not find (header_pch.py), for the judge to build.
 
 Run as `python -m kernelgrade.evaluator.child.compile_child`; one command in, one reply out.
 """
@@ -17,6 +18,7 @@ from torch.utils import cpp_extension
 
 from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.child.channel import ChildChannel
+from kernelgrade.evaluator.child.header_pch import with_pch
 from kernelgrade.evaluator.child.prebuilt import call_digest, library_of
 from kernelgrade.evaluator.child.submission_module import import_submission
 
@@ -51,14 +53,19 @@ class BuildRecorder:
             return {}
         return {"prebuilt": {"digest": digest, "library": found[0], "python_module": found[1]}}
 
-    def install(self) -> None:
-        cpp_extension.load_inline = self.wrap(cpp_extension.load_inline, inline=True)
+    def install(self, pch: dict[str, str], missed: set[str]) -> None:
+        """`pch`: variant name -> the judge's read-only directory holding torch/extension.h.gch for it. The
+        recording wrapper is outside the PCH one, so the digest is of the submission's own arguments."""
+        inline = with_pch(cpp_extension.load_inline, pch, missed.add)
+        cpp_extension.load_inline = self.wrap(inline, inline=True)
         cpp_extension.load = self.wrap(cpp_extension.load, inline=False)
 
 
 def build(command: dict[str, Any]) -> dict[str, Any]:
     recorder = BuildRecorder()
-    recorder.install()
+    missed: set[str] = set()
+    pch = command.get("pch")
+    recorder.install({str(k): str(v) for k, v in pch.items()} if isinstance(pch, dict) else {}, missed)
     problem_error = ""
     try:
         module = import_submission(Path(command["submission"]))
@@ -70,7 +77,7 @@ def build(command: dict[str, Any]) -> dict[str, Any]:
     except BaseException:
         problem_error = traceback.format_exc(limit=8)
     failed = [b for b in recorder.builds if not b["ok"]]
-    return {"ok": not failed, "builds": recorder.builds, "import_error": problem_error}
+    return {"ok": not failed, "builds": recorder.builds, "import_error": problem_error, "pch_missed": sorted(missed)}
 
 
 def main() -> None:

@@ -4,6 +4,10 @@ A cache entry is a directory named by the hash of (source, torch version, CUDA v
 device kind, harness version). Its `ext/` is the TORCH_EXTENSIONS_DIR of both the compile child and the
 run child, so the run child's load_inline finds the build up to date and only loads it. Successes and
 compile errors are cached; timeouts and grader faults are not.
+
+With `target.pch`, the compile child may compile main.cpp against a precompiled torch/extension.h that this
+judge built (header_pch.py), shown to the child read-only; a variant the child wanted and did not find is built
+after its compile, for the next ones.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator.child.prebuilt import Prebuilt
+from kernelgrade.evaluator.judge import header_pch
 from kernelgrade.evaluator.judge.compiler_output import first_errors
 from kernelgrade.evaluator.result import Failure, Stage
 from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
@@ -29,7 +34,7 @@ from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, Chi
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher, ResourceLimits
 
 # Bump when the compile child's behaviour changes, so old cache entries are not trusted.
-HARNESS_VERSION = "2"
+HARNESS_VERSION = "3"
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,7 @@ class BuildTarget:
     arch: str  # e.g. "9.0"; empty on the CPU
     jobs: int
     timeout_s: float
+    pch: bool = False  # compile main.cpp against a precompiled torch/extension.h where the call allows it
 
 
 @dataclass(frozen=True)
@@ -84,17 +90,21 @@ def compile_submission(source: str, submission_path: Path, init_inputs_path: Pat
 
 def _build(submission_path: Path, init_inputs_path: Path, seed: int, target: BuildTarget, entry: Path,
            work_dir: Path, launcher: Launcher) -> dict[str, Any]:
+    cache_dir = entry.parent.parent  # entries lie at cache_dir/builds/<key>
     ext_dir = entry / "ext"
     ext_dir.mkdir(exist_ok=True)
     env = child_env(work_dir, ext_dir, {"MAX_JOBS": str(target.jobs), **arch_env(target)})
-    # Only ext/ is the child's: the entry's status.json and lock stay the judge's. RLIMIT_CPU per compiler
-    # process at the wall limit: one that burns that much CPU is runaway template instantiation.
+    pch = header_pch.ready_dirs(cache_dir) if target.pch else {}
+    # Only ext/ is the child's: the entry's status.json and lock stay the judge's, and the PCHs are only read.
+    # RLIMIT_CPU per compiler process at the wall limit: one that burns that much CPU is runaway template
+    # instantiation.
+    readable = (package_root(), *((header_pch.pch_root(cache_dir),) if pch else ()))
     spec = ChildSpec(python_argv("kernelgrade.evaluator.child.compile_child"), env, work_dir,
-                     writable=(ext_dir,), readable=(package_root(),), gpu_index=None, purpose="compile",
+                     writable=(ext_dir,), readable=readable, gpu_index=None, purpose="compile",
                      hidden=(entry.parent, work_dir.parent),
                      limits=ResourceLimits(cpu_seconds=math.ceil(target.timeout_s)))
     child = ChildProcess(launcher.popen(spec))
-    command = {"submission": str(submission_path), "init_inputs": str(init_inputs_path), "seed": seed}
+    command = {"submission": str(submission_path), "init_inputs": str(init_inputs_path), "seed": seed, "pch": pch}
     try:
         reply = child.request(command, timeout=target.timeout_s)
     except ChildTimeout:
@@ -103,6 +113,8 @@ def _build(submission_path: Path, init_inputs_path: Path, seed: int, target: Bui
         return _status(False, "compile_crashed", f"the compile step died: {exc}", child)
     finally:
         child.kill()
+    if target.pch:
+        header_pch.build_missing(cache_dir, reply.get("pch_missed") or ())
     return _reply_status(reply, child.log.text(), str(ext_dir))
 
 

@@ -185,4 +185,4 @@ def precompile(request: EvalRequest, launcher: Launcher | None = None) -> Compil
 def build_target(request: EvalRequest) -> BuildTarget:
     device = request.problem.device.value
     arch = environment.cuda_arch(torch.device("cuda", request.device_index)) if device == "cuda" else ""
-    return BuildTarget(device, arch, request.compile_jobs, request.limits.compile_s)
+    return BuildTarget(device, arch, request.compile_jobs, request.limits.compile_s, request.precompiled_header)

@@ -1,9 +1,11 @@
 """Compiling queued jobs ahead of the judges, so a judge finds its job's build in the compile cache and the
-device does not sit idle through a 50-second load_inline build.
+device does not sit idle through a minute-long load_inline build.
 
-The thread looks at the next few unclaimed jobs in claim order and runs evaluator.precompile() on the first
-one it has not compiled yet. On a CPU-only pool it holds back while a judge is timing, since a compile
-would take the cores the measurement runs on.
+`slots.workers` threads each take the first of the next few unclaimed jobs (in claim order) that no thread
+has taken yet, and run evaluator.precompile() on it: two threads never build the same job, and two jobs with
+the same source wait on the cache entry's lock, the second then hitting the cache. How many threads, and the
+MAX_JOBS of each build, come from build_slots.py. On a CPU-only pool they hold back while a judge is timing,
+since a compile would take the cores the measurement runs on.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from kernelgrade.config import Settings
 from kernelgrade.evaluator import Launcher, precompile
+from kernelgrade.service.worker.build_slots import BuildSlots
 from kernelgrade.service.worker.grading_request import RequestBuilder, problem_spec
 from kernelgrade.service.worker.input_shapes import fill_missing_shapes
 from kernelgrade.storage.database import Database
@@ -21,7 +25,8 @@ from kernelgrade.storage.jobs import QueuedJob, queued_job, queued_jobs
 
 log = logging.getLogger(__name__)
 
-# How far ahead of the judges to look: enough to keep a few GPUs fed, small enough to be one cheap query.
+# How far ahead of the judges to look: enough to keep a few GPUs fed, small enough to be one cheap query. With
+# more build threads, twice their number, so that every thread finds a job while the others' builds run.
 LOOKAHEAD = 8
 # While a CPU judge is timing, check again this often.
 QUIET_WAIT_S = 0.2
@@ -29,44 +34,67 @@ QUIET_WAIT_S = 0.2
 
 class CompileAhead:
     def __init__(self, settings: Settings, database: Database, launcher: Launcher, serves: Sequence[str],
-                 must_stay_quiet: Callable[[], bool], wake: threading.Event, stopping: threading.Event) -> None:
+                 must_stay_quiet: Callable[[], bool], wake: threading.Event, stopping: threading.Event,
+                 slots: BuildSlots | None = None) -> None:
+        self.slots = slots or BuildSlots(1, settings.compile_jobs, "one")
         self.settings, self.database, self.launcher = settings, database, launcher
         self.serves = tuple(serves)
         self.must_stay_quiet, self.wake, self.stopping = must_stay_quiet, wake, stopping
-        self.builder = RequestBuilder(settings)
-        self.compiled: set[int] = set()
-        self.thread = threading.Thread(target=self._loop, name="compile-ahead", daemon=True)
+        self.builder = RequestBuilder(replace(settings, compile_jobs=self.slots.jobs))
+        self.lookahead = max(LOOKAHEAD, 2 * self.slots.workers)
+        # Jobs a thread has taken while they are still queued, and those being built now (kept until the build
+        # ends even if the job leaves the window, so that a job requeued meanwhile is not built twice at once).
+        # Both guarded by `lock`.
+        self.taken: set[int] = set()
+        self.building: set[int] = set()
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._loop, args=(index == 0,), name=f"compile-ahead-{index}",
+                                         daemon=True) for index in range(self.slots.workers)]
 
     def start(self) -> None:
-        self.thread.start()
+        for thread in self.threads:
+            thread.start()
 
-    def _loop(self) -> None:
-        self._fill_shapes()
+    def _loop(self, fills_shapes: bool) -> None:
+        # One thread records the problems' input shapes: the others would only repeat its writes.
+        if fills_shapes:
+            self._fill_shapes()
         while not self.stopping.is_set():
             if self.must_stay_quiet():
                 self.stopping.wait(QUIET_WAIT_S)
                 continue
-            job = self._next_job()
+            job = self.take_next()
             if job is None:
                 self.wake.wait(self.settings.poll_seconds)
                 self.wake.clear()
-                self._fill_shapes()
+                if fills_shapes:
+                    self._fill_shapes()
                 continue
-            self._precompile(job)
+            try:
+                self._precompile(job)
+            finally:
+                with self.lock:
+                    self.building.discard(job.evaluation_id)
 
-    def _next_job(self) -> QueuedJob | None:
+    def take_next(self) -> QueuedJob | None:
+        """The next queued job no thread has taken, now taken by the caller; None when there is none."""
         try:
-            with self.database.session() as session:
-                ids = queued_jobs(session, self.serves, LOOKAHEAD)
-                self.compiled &= set(ids)  # forget jobs that were claimed or finished
-                todo = next((i for i in ids if i not in self.compiled), None)
-                return queued_job(session, todo) if todo is not None else None
+            with self.lock, self.database.session() as session:
+                ids = queued_jobs(session, self.serves, self.lookahead)
+                self.taken &= set(ids)  # forget jobs that were claimed or finished
+                todo = next((i for i in ids if i not in self.taken and i not in self.building), None)
+                if todo is None:
+                    return None
+                self.taken.add(todo)
+                job = queued_job(session, todo)
+                if job is not None:
+                    self.building.add(todo)
+                return job
         except Exception:
             log.exception("compile-ahead could not read the queue")
             return None
 
     def _precompile(self, job: QueuedJob) -> None:
-        self.compiled.add(job.evaluation_id)
         try:
             # Built for GPU 0's architecture: a host's GPUs are normally one model; on a mixed host a judge
             # on another architecture just misses the cache and builds it itself.

@@ -54,6 +54,7 @@ class RequestBuilder:
                            work_root=settings.work_root, device_index=device_index, trials=trials,
                            timing=FAST_TIMING if fast else TimingParams(), limits=FAST_LIMITS if fast else Limits(),
                            max_source_bytes=settings.max_source_bytes, compile_jobs=settings.compile_jobs,
+                           precompiled_header=settings.precompiled_headers,
                            compiled_baseline=BaselinePlan(measure=settings.measures_compiled_baseline,
                                                           known=known_baseline))
 

@@ -1,4 +1,4 @@
-"""The embedded worker pool of `kernelgrade serve`: judges, a compile-ahead thread and a heartbeat thread,
+"""The embedded worker pool of `kernelgrade serve`: judges, compile-ahead threads and a heartbeat thread,
 all in the API's process. Jobs live in the database (storage.jobs), so stopping the process at any point
 loses nothing: a job being graded keeps a lease that expires, and the next start (or another worker)
 takes it over, counting an attempt.
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from kernelgrade import __version__
 from kernelgrade.config import Settings
 from kernelgrade.sandbox_policy import unsandboxed
+from kernelgrade.service.worker.build_slots import BuildSlots, plan_build_slots, read_host
 from kernelgrade.service.worker.compile_ahead import CompileAhead
 from kernelgrade.service.worker.judge import Judge
 from kernelgrade.service.worker.judges import JudgeSlot, discover_judges
@@ -56,8 +57,10 @@ class WorkerPool:
                   for slot in slots]
         serves = sorted({key for slot in slots for key in slot.serves})
         cpu_only = all(slot.kind == "cpu" for slot in slots)
+        build_slots = compile_slots(settings, slots)
         compiler = CompileAhead(settings, database, launcher, serves,
-                                lambda: cpu_only and any(j.state.timing for j in judges), threading.Event(), stopping)
+                                lambda: cpu_only and any(j.state.timing for j in judges), threading.Event(), stopping,
+                                build_slots)
         pool = cls(settings, database, judges, compiler, stopping)
         pool._register(slots, launcher.level)
         if polling:
@@ -73,6 +76,9 @@ class WorkerPool:
                         " this process's user can read and reach local servers", judges_text)
         else:
             log.info("worker pool: %s (sandbox %s)", judges_text, "; ".join(describe_launcher(launcher)))
+        if polling:
+            log.info("compile-ahead: %d concurrent build(s), MAX_JOBS %d each (%s; KERNELGRADE_COMPILE_WORKERS)",
+                     build_slots.workers, build_slots.jobs, build_slots.why)
         return pool
 
     def _register(self, slots: list[JudgeSlot], sandbox: str) -> None:
@@ -92,7 +98,7 @@ class WorkerPool:
             log.warning("took over %d job(s) left by a previous server on this host", freed)
 
     def notify(self) -> None:
-        """A job was queued: wake the idle judges and the compile-ahead thread."""
+        """A job was queued: wake the idle judges and compile-ahead threads."""
         for judge in self.judges:
             judge.wake.set()
         self.compiler.wake.set()
@@ -132,13 +138,18 @@ class WorkerPool:
                 remove_workers(session, [j.owner for j in self.judges])
         except Exception:
             log.exception("could not hand running jobs back; their leases will expire instead")
-        for thread in (self.heartbeat, self.compiler.thread, *(j.thread for j in self.judges)):
+        for thread in (self.heartbeat, *self.compiler.threads, *(j.thread for j in self.judges)):
             if thread.ident is None:  # never started (a pool without polling)
                 continue
             thread.join(timeout=STOP_JOIN_S if thread is self.heartbeat else 0.1)
         for judge in self.judges:
             judge.close()
         return given_back
+
+
+def compile_slots(settings: Settings, slots: list[JudgeSlot]) -> BuildSlots:
+    gpu_judges = sum(1 for slot in slots if slot.kind == "cuda")
+    return plan_build_slots(settings.compile_workers, settings.compile_jobs, gpu_judges, read_host())
 
 
 def pool_launcher(settings: Settings) -> Launcher:
