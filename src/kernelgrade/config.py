@@ -50,7 +50,7 @@ class Settings:
     # one on a CPU-only pool. A positive value is taken as given.
     compile_workers: int = 0
     # Compile load_inline's generated main.cpp against a precompiled torch/extension.h, built by the judge once
-    # per compiler, torch version and flag variant under the cache dir (about 0.8 GB each).
+    # per compiler, torch version and flag variant under the cache dir (about 0.8 GB each). CPU builds only, so far.
     precompiled_headers: bool = True
     # A job is tried at most this many times before it is failed with the reason.
     max_attempts: int = 3

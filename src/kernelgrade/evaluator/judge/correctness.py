@@ -16,7 +16,7 @@ from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.child.replies import CallReply, Integrity
 from kernelgrade.evaluator.compare import Comparison, Expected, check_structure, compare_values
 from kernelgrade.evaluator.integrity.crosscheck import integrity_findings
-from kernelgrade.evaluator.judge.job import Job
+from kernelgrade.evaluator.judge.job import Job, on_device
 from kernelgrade.evaluator.judge.outcome import Verdicted
 from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.judge.reference import Reference, TrialData, derive_seed
@@ -73,7 +73,8 @@ class TrialInputs:
         return self._pool.submit(self._write, self.trials[index]) if index < len(self.trials) else None
 
     def _write(self, trial: Trial) -> tuple[TrialData, Path]:
-        data = self.reference.trial(trial.seed)
+        with on_device(self.reference.device):
+            data = self.reference.trial(trial.seed)
         path = self.work_dir / f"trial_inputs_{trial.index}.kgt"
         tensorfile.save(path, data.inputs)
         return data, path

@@ -8,7 +8,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,13 @@ class Job:
     def cleanup(self) -> None:
         for path in (*self.earlier_dirs, self.work_dir):
             shutil.rmtree(path, ignore_errors=True)
+
+
+def on_device(device: torch.device) -> AbstractContextManager[object]:
+    """Makes `device` the thread's current GPU. Events, streams and synchronize() without a device argument
+    go to the current GPU, which is GPU 0 in every new thread: a judge of GPU 1, and each of its helper threads,
+    would otherwise time and wait on GPU 0."""
+    return torch.cuda.device(device) if device.type == "cuda" else nullcontext()
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from kernelgrade.evaluator.judge import compiled_baseline, environment
 from kernelgrade.evaluator.judge.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
 from kernelgrade.evaluator.judge.compiled_baseline import BaselineJob
 from kernelgrade.evaluator.judge.correctness import check_correctness
-from kernelgrade.evaluator.judge.job import Job, SubmissionFiles
+from kernelgrade.evaluator.judge.job import Job, SubmissionFiles, on_device
 from kernelgrade.evaluator.judge.load import load_model
 from kernelgrade.evaluator.judge.outcome import Verdicted, build_result, completed, ended_early, grader_error
 from kernelgrade.evaluator.judge.progress import ProgressFn
@@ -50,7 +50,8 @@ def evaluate(request: EvalRequest, launcher: Launcher | None = None, progress: P
     job = Job.start(request, launcher, progress or (lambda _p: None), warm)
     record = Record()
     try:
-        return _grade(job, record)
+        with on_device(job.device):
+            return _grade(job, record)
     except Exception:
         return grader_error(job, record)
     finally:
@@ -185,4 +186,7 @@ def precompile(request: EvalRequest, launcher: Launcher | None = None) -> Compil
 def build_target(request: EvalRequest) -> BuildTarget:
     device = request.problem.device.value
     arch = environment.cuda_arch(torch.device("cuda", request.device_index)) if device == "cuda" else ""
-    return BuildTarget(device, arch, request.compile_jobs, request.limits.compile_s, request.precompiled_header)
+    # The header has been measured and tested on CPU builds only; CUDA builds keep torch's own flags until a GPU
+    # host has shown them building and grading the same with it.
+    pch = request.precompiled_header and device == "cpu"
+    return BuildTarget(device, arch, request.compile_jobs, request.limits.compile_s, pch)
