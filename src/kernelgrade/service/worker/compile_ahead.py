@@ -4,8 +4,8 @@ device does not sit idle through a minute-long load_inline build.
 `slots.workers` threads each take the first of the next few unclaimed jobs (in claim order) that no thread
 has taken yet, and run evaluator.precompile() on it: two threads never build the same job, and two jobs with
 the same source wait on the cache entry's lock, the second then hitting the cache. How many threads, and the
-MAX_JOBS of each build, come from build_slots.py. On a CPU-only pool they hold back while a judge is timing,
-since a compile would take the cores the measurement runs on.
+MAX_JOBS of each build, come from build_slots.py. They hold back while a judge is timing a CPU problem (on a
+GPU host the first GPU judge grades those too), since a compile would take the cores the measurement runs on.
 """
 
 from __future__ import annotations

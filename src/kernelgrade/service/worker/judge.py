@@ -55,6 +55,11 @@ class Graded:
 class JudgeState:
     current: int | None = None
     timing: bool = False
+    cpu_job: bool = False  # the current job's problem runs on the CPU, where builds compete with its timing
+
+    @property
+    def timing_on_cpu(self) -> bool:
+        return self.timing and self.cpu_job
 
 
 class Judge:
@@ -104,7 +109,7 @@ class Judge:
 
     def _grade(self, job: ClaimedJob) -> bool:
         """Grade and record; True if the job went back to the queue (a grader fault with attempts left)."""
-        self.state.current = job.evaluation_id
+        self.state.current, self.state.cpu_job = job.evaluation_id, job.problem.device_kind == "cpu"
         log.info("judge %s: evaluation %d (%s), attempt %d", self.slot.name, job.evaluation_id, job.problem.name,
                  job.attempt)
         try:

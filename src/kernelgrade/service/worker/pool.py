@@ -56,10 +56,9 @@ class WorkerPool:
         judges = [Judge(slot, f"{prefix}:{slot.name}", settings, database, launcher, threading.Event(), stopping)
                   for slot in slots]
         serves = sorted({key for slot in slots for key in slot.serves})
-        cpu_only = all(slot.kind == "cpu" for slot in slots)
         build_slots = compile_slots(settings, slots)
         compiler = CompileAhead(settings, database, launcher, serves,
-                                lambda: cpu_only and any(j.state.timing for j in judges), threading.Event(), stopping,
+                                lambda: any(j.state.timing_on_cpu for j in judges), threading.Event(), stopping,
                                 build_slots)
         pool = cls(settings, database, judges, compiler, stopping)
         pool._register(slots, launcher.level)
