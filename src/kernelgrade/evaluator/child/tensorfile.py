@@ -92,8 +92,12 @@ def _describe(value: Any, tensors: list[torch.Tensor]) -> dict[str, Any]:
     raise TensorFileError(f"cannot store a value of type {type(value).__name__}")
 
 
+def _through_pinned(device: torch.device | None, nbytes: int) -> bool:
+    return device is not None and device.type == "cuda" and nbytes <= PINNED_MAX_BYTES
+
+
 def _on_host(tensor: torch.Tensor) -> torch.Tensor:
-    if tensor.device.type != "cuda" or tensor.numel() * tensor.element_size() > PINNED_MAX_BYTES:
+    if not _through_pinned(tensor.device, tensor.numel() * tensor.element_size()):
         return tensor.to("cpu").contiguous()
     host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
     host.copy_(tensor)
@@ -159,8 +163,7 @@ class _Reader:
         if nbytes > self.remaining:
             raise TensorFileError("tensor size does not match its header")
         self.remaining -= nbytes
-        pinned = device is not None and device.type == "cuda" and nbytes <= PINNED_MAX_BYTES
-        tensor = torch.empty(shape, dtype=dtype, pin_memory=pinned)
+        tensor = torch.empty(shape, dtype=dtype, pin_memory=_through_pinned(device, nbytes))
         for chunk in _chunks(tensor):
             if self.f.readinto(chunk) != len(chunk):
                 raise TensorFileError("file too short")
