@@ -1,7 +1,8 @@
 """Grading throughput of the embedded service, as an RL loop sees it: N distinct submissions in, N verdicts out.
 
     PYTHONPATH=src python3 bench/throughput.py [--device cuda|cpu] [--n N] [--prebuilt [--build-jobs J]]
-                                               [--compare-warm | --compare KERNELGRADE_X=A,B] [--env KEY=VALUE ...]
+                                               [--compare-warm | --compare KERNELGRADE_X=A,B | --before SRC]
+                                               [--env KEY=VALUE ...]
                                                [--compile-errors F] [--wrong F] [--json PATH]
 
 Starts `kernelgrade serve` (SQLite, local judges, sandboxed: bwrap where it works) in a child process on a free
@@ -17,7 +18,9 @@ a minute each). Without --prebuilt the builds are part of the stream: how busy t
 
 Printed per configuration, side by side where there are several: --compare KERNELGRADE_X=A,B runs one server
 with each value (KERNELGRADE_LOCAL_JUDGES=1,2: one GPU, then two), --compare-warm is
---compare KERNELGRADE_WARM_CHILDREN=0,1:
+--compare KERNELGRADE_WARM_CHILDREN=0,2, and --before SRC serves another checkout's source first (before and
+after a change, e.g. `git worktree add /tmp/old HEAD~1` and --before /tmp/old/src; with --prebuilt both share
+the builds where the change leaves their cache keys alone):
 - verdicts/hour: N / wall, wall = first submission's creation to last verdict (server timestamps);
 - submit-to-verdict latency p50/p95 (each evaluation's finished_at - created_at);
 - device seconds per verdict: the stages the run child holds the device (load + correctness + timing +
@@ -44,6 +47,7 @@ from pathlib import Path
 import torch
 
 from kernelbench_inprocess import InProcess, grade, run_module
+from kernelgrade.config import Settings
 from kernelgrade.evaluator import DeviceKind, EvalRequest, ProblemSpec, precompile
 from kernelgrade.evaluator.sandbox.levels import make_launcher
 from throughput_corpus import Expect, ProblemRef, Submission, build_corpus
@@ -86,7 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def configs(args: argparse.Namespace) -> list[Config]:
     extra = dict(_setting(item) for item in args.env)
-    compared = "KERNELGRADE_WARM_CHILDREN=0,1" if args.compare_warm else args.compare
+    compared = "KERNELGRADE_WARM_CHILDREN=0,2" if args.compare_warm else args.compare
+    if args.before is not None:
+        return [Config("before", extra, args.before.resolve()), Config("after", extra)]
     if not compared:
         return [Config(" ".join(f"{k}={v}" for k, v in extra.items()) or "defaults", extra)]
     key, values = _setting(compared)
@@ -101,8 +107,8 @@ def measure(config: Config, corpus: list[Submission], root: Path, index: int, ar
     database = data_dir / f"run-{index}.db"
     print(f"# {config.label}: starting kernelgrade serve (data dir {data_dir})", flush=True)
     if args.prebuilt and args.build_jobs and index == 0:
-        build_ahead(corpus, args.device, data_dir, args.build_jobs)
-    with served(data_dir, database, config.env) as service:
+        build_ahead(corpus, args.device, data_dir, args.build_jobs, config)
+    with served(data_dir, database, config.env, config.src) as service:
         service.register_problems(corpus)
         build_pass = _build_pass(service, corpus, args.timeout) if args.prebuilt else None
         print(f"# {config.label}: submitting {len(corpus)} submissions", flush=True)
@@ -110,16 +116,18 @@ def measure(config: Config, corpus: list[Submission], root: Path, index: int, ar
         return summarize(config, graded, service.devices(), build_pass)
 
 
-def build_ahead(corpus: list[Submission], device: str, data_dir: Path, jobs: int) -> None:
+def build_ahead(corpus: list[Submission], device: str, data_dir: Path, jobs: int, config: Config) -> None:
     """Every submission built `jobs` at a time into the compile cache the server will use (data_dir/cache,
-    keyed by source and target only), so its build pass finds them all built."""
+    keyed by source and target, the precompiled header included), so its build pass finds them all built."""
     launcher = make_launcher("auto")
+    pch = Settings.from_env(dict(config.env)).precompiled_headers
     work = data_dir / "work"
     started = time.perf_counter()
 
     def build(submission: Submission) -> None:
         request = EvalRequest(problem=_spec(submission.problem, device), submission=submission.source,
-                              cache_dir=data_dir / "cache", work_root=work, compile_jobs=2)
+                              cache_dir=data_dir / "cache", work_root=work, compile_jobs=2,
+                              precompiled_header=pch)
         precompile(request, launcher)
 
     print(f"# building {len(corpus)} submissions, {jobs} at a time", flush=True)
@@ -182,7 +190,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--build-jobs", type=int, default=0, help="with --prebuilt: build J at a time beforehand")
     compare = parser.add_mutually_exclusive_group()
     compare.add_argument("--compare-warm", action="store_true",
-                         help="run with KERNELGRADE_WARM_CHILDREN=0, then 1, and print them side by side")
+                         help="run with KERNELGRADE_WARM_CHILDREN=0, then 2 (the default), and print them side by side")
+    compare.add_argument("--before", type=Path, metavar="SRC",
+                         help="serve first from SRC (another checkout's src/, e.g. of the commit before a change),"
+                              " then from this tree, and print them side by side")
     compare.add_argument("--compare", metavar="KERNELGRADE_X=A,B",
                          help="one server per value of the setting, side by side")
     parser.add_argument("--env", action="append", default=[], metavar="KERNELGRADE_X=V",

@@ -62,6 +62,7 @@ class RunReport:
     busy_fraction: float  # device_s_total / (wall_s x devices)
     build_pass_s: float | None  # --prebuilt: the unmeasured pass that built everything
     stages: list[StageRow]
+    by_case: list[StageRow]  # per base case: device seconds of its correct verdicts (the goals are per problem)
     verdicts: list[Count]
     mismatches: list[Mismatch]
     checks: list[Check]
@@ -101,6 +102,7 @@ def summarize(config: Config, graded: list[Graded], devices: int, build_pass_s: 
         device_s_total=sum(device), device_s_per_verdict=statistics.fmean(device),
         device_s_per_correct=statistics.fmean(correct) if correct else None,
         busy_fraction=sum(device) / (wall * devices), build_pass_s=build_pass_s, stages=stage_rows(graded),
+        by_case=case_rows(graded),
         verdicts=_counted(_verdict_name(g) for g in graded), mismatches=mismatches(graded), checks=checks(graded))
 
 
@@ -113,7 +115,19 @@ def stage_rows(graded: list[Graded]) -> list[StageRow]:
             mine[label] = mine.get(label, 0.0) + seconds
         for label, seconds in mine.items():
             per_label.setdefault(label, []).append(seconds)
-    return [StageRow(label, len(v), statistics.median(v), sum(v)) for label, v in per_label.items()]
+    return [_row(label, v) for label, v in per_label.items()]
+
+
+def case_rows(graded: list[Graded]) -> list[StageRow]:
+    per_case: dict[str, list[float]] = {}
+    for g in graded:
+        if g.verdict == "correct":
+            per_case.setdefault(g.case, []).append(device_seconds(g))
+    return [_row(case, v) for case, v in sorted(per_case.items())]
+
+
+def _row(label: str, seconds: list[float]) -> StageRow:
+    return StageRow(label, len(seconds), statistics.median(seconds), sum(seconds))
 
 
 def mismatches(graded: list[Graded]) -> list[Mismatch]:
@@ -164,6 +178,7 @@ def print_runs(runs: list[RunReport]) -> None:
         cells = "".join(f"{_cell(v, form):>{COL_W}}" for v in values)
         print(f"{name:<{NAME_W}}{cells}" + (f"{_ratio(values[0], values[1]):>10}" if ratio else ""))
     _print_stages(runs)
+    _print_cases(runs)
     _print_verdicts(runs)
     _print_checks(runs)
 
@@ -185,6 +200,14 @@ def _print_stages(runs: list[RunReport]) -> None:
         print(f"{label + mark:<{NAME_W}}" + "".join(
             f"{'-' if s is None else f'{s.median_s:.2f} / {s.total_s:.1f}':>{COL_W}}" for s in rows))
     print(f"{'(* device stages: the run child holds the device)':<{NAME_W}}")
+
+
+def _print_cases(runs: list[RunReport]) -> None:
+    print(f"\n{'correct verdicts, device s: n / median':<{NAME_W}}" + "".join(f"{r.label:>{COL_W}}" for r in runs))
+    for case in dict.fromkeys(row.label for r in runs for row in r.by_case):
+        rows = [next((s for s in r.by_case if s.label == case), None) for r in runs]
+        print(f"{case:<{NAME_W}}" + "".join(
+            f"{'-' if s is None else f'{s.evaluations} / {s.median_s:.2f}':>{COL_W}}" for s in rows))
 
 
 def _print_verdicts(runs: list[RunReport]) -> None:

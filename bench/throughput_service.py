@@ -34,6 +34,7 @@ SUBMITTER = "throughput-bench"
 class Config:
     label: str
     env: Mapping[str, str]  # KERNELGRADE_* settings of this configuration
+    src: Path | None = None  # the kernelgrade source the server runs (another checkout's src/); None: this one
 
 
 @dataclass(frozen=True)
@@ -52,13 +53,13 @@ class Graded:
 
 
 @contextmanager
-def served(data_dir: Path, database: Path, settings: Mapping[str, str]) -> Iterator[Service]:
+def served(data_dir: Path, database: Path, settings: Mapping[str, str], src: Path | None = None) -> Iterator[Service]:
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log_path = data_dir / f"serve-{port}.log"
     with log_path.open("ab") as log:
         process = subprocess.Popen([sys.executable, "-m", "kernelgrade.cli", "serve"],
-                                   env=_server_env(data_dir, database, port, settings), stdout=log,
+                                   env=_server_env(data_dir, database, port, settings, src or SRC), stdout=log,
                                    stderr=subprocess.STDOUT)
     service = Service(f"http://127.0.0.1:{port}", process, log_path)
     try:
@@ -68,10 +69,10 @@ def served(data_dir: Path, database: Path, settings: Mapping[str, str]) -> Itera
         service.stop()
 
 
-def _server_env(data_dir: Path, database: Path, port: int, settings: Mapping[str, str]) -> dict[str, str]:
+def _server_env(data_dir: Path, database: Path, port: int, settings: Mapping[str, str], src: Path) -> dict[str, str]:
     # Only this run's settings: a KERNELGRADE_* variable of the caller's shell would change what is measured.
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGRADE_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH", "")) if p)
     env.update({"KERNELGRADE_DATA_DIR": str(data_dir), "KERNELGRADE_DATABASE_URL": f"sqlite:///{database}",
                 "KERNELGRADE_HOST": "127.0.0.1", "KERNELGRADE_PORT": str(port), **settings})
     return env

@@ -81,10 +81,12 @@ class Settings:
     # Judges of the embedded pool: -1 = one per visible GPU, or one CPU judge when there is none; 0 = no
     # embedded pool (API only, workers run elsewhere).
     local_judges: int = -1
-    # Run children each judge keeps started and warm (torch imported, device context made) for the next
+    # Run children each GPU judge keeps started and warm (torch imported, device context made) for the next
     # submissions, and whether it keeps references with their expected outputs between evaluations. 0: start
-    # each child on demand and keep nothing, as a one-off `kernelgrade eval` does.
-    warm_children: int = 1
+    # each child on demand and keep nothing, as a one-off `kernelgrade eval` does. Two, because a start (3-6 s
+    # under a sandbox) outlasts a small problem's evaluation: with one, back-to-back jobs wait for theirs. A
+    # CPU judge keeps at most one (its spares start one at a time, beside builds on the same cores).
+    warm_children: int = 2
     # An idle judge looks for queued jobs this often when nothing wakes it (jobs queued by another process).
     poll_seconds: float = 2.0
     # Where `kernelgrade submit` sends submissions; empty: http://{host}:{port}.

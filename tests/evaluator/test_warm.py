@@ -12,6 +12,8 @@ import torch
 
 from kernelgrade.evaluator import ProblemSpec
 from kernelgrade.evaluator.child.prebuilt import Prebuilt, call_digest, importing
+from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
+from kernelgrade.evaluator.judge.reference import Footprint
 from kernelgrade.evaluator.judge.reference_cache import References
 from kernelgrade.evaluator.judge.run_children import ChildKind, RunChildren
 from kernelgrade.evaluator.request import DeviceKind
@@ -19,6 +21,8 @@ from kernelgrade.evaluator.sandbox.launcher import ChildSpec, SubprocessLauncher
 
 CPU = ChildKind(None, "cpu", ())
 CPU_DEVICE = torch.device("cpu")
+# A GPU child on a GPU host; here the same path runs with the device "cpu" (no CUDA needed to check the order).
+GPU_LIKE = ChildKind(0, "cpu", ())
 
 ADD = ProblemSpec("add", """
 import torch
@@ -112,14 +116,37 @@ def test_a_spare_already_starting_is_waited_for_rather_than_a_new_child_started(
         _wait_ready(children, CPU)
         children.take(CPU).close()  # takes the ready spare and asks for the next one
         starting = children.take(CPU)
-        assert launcher.started_by[starting.work_dir] == "warm-children"
+        assert launcher.started_by[starting.work_dir].startswith("warm-children")
         starting.close()
     finally:
         children.close()
 
 
-# A GPU child on a GPU host; here the same path runs with the device "cpu" (no CUDA needed to check the order).
-GPU_LIKE = ChildKind(0, "cpu", ())
+class PairedLauncher(SubprocessLauncher):
+    """Starts a spare only once another spare's start has reached the same point: spares started one after
+    another never get past it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pair = threading.Barrier(2, timeout=30)
+
+    def popen(self, spec: ChildSpec) -> subprocess.Popen[bytes]:
+        if threading.current_thread().name.startswith("warm-children"):
+            self.pair.wait()
+        return super().popen(spec)
+
+
+def test_device_spares_start_side_by_side(tmp_path: Path) -> None:
+    """(On the CPU the whole start waits for quiet(), so CPU spares start one at a time.)"""
+    children = RunChildren(PairedLauncher(), tmp_path / "work", spares=2)
+    try:
+        children.take(GPU_LIKE).close()  # none waiting: started here, and two spares asked for
+        deadline = time.monotonic() + 60
+        while children.ready(GPU_LIKE) < 2:
+            assert time.monotonic() < deadline, "the two spares did not both start"
+            time.sleep(0.1)
+    finally:
+        children.close()
 
 
 @pytest.mark.parametrize("kind", [CPU, GPU_LIKE], ids=["cpu_kind", "device_kind"])
@@ -143,6 +170,106 @@ def test_a_kept_reference_and_its_trials_are_reused() -> None:
     assert reference.trial(7) is trial
     assert references.reference(ADD, CPU_DEVICE, 43) is not reference
     torch.testing.assert_close(trial.expected.refs[0], trial.inputs[0] + trial.inputs[1], rtol=0, atol=0)
+
+
+def _add_problem(version: int) -> ProblemSpec:
+    return ProblemSpec(f"add{version}", ADD.source, device=DeviceKind.CPU, content_hash=f"add-v{version}")
+
+
+def test_a_stream_cycling_through_many_problems_keeps_them_all() -> None:
+    references = References()
+    problems = [_add_problem(v) for v in range(8)]
+    first = [references.reference(p, CPU_DEVICE, 42) for p in problems]
+    trials = [r.trial(1) for r in first]
+    again = [references.reference(p, CPU_DEVICE, 42) for p in problems]
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    assert all(r.trial(1) is t for r, t in zip(again, trials, strict=True))
+
+
+def test_the_least_recently_used_problem_makes_room_for_a_new_trial() -> None:
+    one = References().reference(_add_problem(0), CPU_DEVICE, 42).trial(1)
+    size = Footprint.of([*one.inputs, *one.expected.refs, *(one.expected.oracles or [])])
+    references = References(budget=Footprint(0, 2 * size.host))
+    old = references.reference(_add_problem(1), CPU_DEVICE, 42)
+    old.trial(1)
+    old.trial(2)
+    new = references.reference(_add_problem(2), CPU_DEVICE, 42)
+    kept = new.trial(1)
+    assert new.trial(1) is kept and new.kept == size
+    assert references.reference(_add_problem(1), CPU_DEVICE, 42) is not old  # let go
+    alone = References(budget=Footprint(0, size.host - 1)).reference(_add_problem(3), CPU_DEVICE, 42)
+    assert alone.trial(1) is not alone.trial(1)  # larger than the whole budget: never kept
+
+
+def test_a_cpu_problem_does_not_let_go_of_problems_holding_device_memory() -> None:
+    """A GPU judge grades CPU problems too; their trials are checked against host memory only."""
+    one = References().reference(_add_problem(0), CPU_DEVICE, 42).trial(1)
+    size = Footprint.of([*one.inputs, *one.expected.refs, *(one.expected.oracles or [])])
+    references = References(budget=Footprint(0, 2 * size.host))
+    on_gpu = references.reference(_add_problem(1), CPU_DEVICE, 42)
+    on_gpu.kept = Footprint(device=1024**3)  # as a GPU problem's kept expected outputs would
+    references.reference(_add_problem(2), CPU_DEVICE, 42).trial(1)
+    assert references.reference(_add_problem(1), CPU_DEVICE, 42) is on_gpu
+
+
+def _linear_problem(version: int) -> ProblemSpec:
+    return ProblemSpec(f"linear{version}", """
+import torch
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(256, 256)
+    def forward(self, x):
+        return self.fc(x)
+def get_inputs():
+    return [torch.randn(4, 256)]
+def get_init_inputs():
+    return []
+""", device=DeviceKind.CPU, content_hash=f"linear-v{version}")
+
+
+def test_a_references_weights_count_against_the_budget() -> None:
+    weights = (256 * 256 + 256) * 4
+    references = References(budget=Footprint(0, weights + weights // 2))
+    first = references.reference(_linear_problem(1), CPU_DEVICE, 42)
+    references.reference(_linear_problem(2), CPU_DEVICE, 42)
+    assert references.reference(_linear_problem(1), CPU_DEVICE, 42) is not first
+
+
+def test_a_reference_too_large_for_the_budget_lets_nothing_go() -> None:
+    references = References(budget=Footprint(0, (256 * 256 + 256) * 4 // 2))
+    small = references.reference(_add_problem(1), CPU_DEVICE, 42)
+    small.trial(1)
+    large = references.reference(_linear_problem(1), CPU_DEVICE, 42)
+    large.trial(1)
+    assert references.reference(_add_problem(1), CPU_DEVICE, 42) is small
+    assert references.reference(_linear_problem(1), CPU_DEVICE, 42) is not large
+
+
+# A reference that writes into its input: what the child gets and the judge fingerprints must be the values
+# get_inputs() made, and the oracle must see them too.
+IN_PLACE = ProblemSpec("in_place", """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        x.mul_(2)
+        return x + 1
+def get_inputs():
+    return [torch.randn(64)]
+def get_init_inputs():
+    return []
+""", device=DeviceKind.CPU, content_hash="in-place-v1")
+
+
+def test_a_reference_writing_into_its_inputs_changes_neither_the_kept_inputs_nor_the_oracle() -> None:
+    reference = References().reference(IN_PLACE, CPU_DEVICE, 42)
+    trial = reference.trial(3)
+    made = reference.make_inputs(3)
+    assert torch.equal(trial.inputs[0], made[0])
+    assert trial.fingerprints == tuple(fingerprints(made))
+    assert trial.expected.oracles is not None
+    torch.testing.assert_close(trial.expected.oracles[0], made[0].double() * 2 + 1, rtol=0, atol=0)
+    torch.testing.assert_close(trial.expected.refs[0], made[0] * 2 + 1, rtol=0, atol=0)
 
 
 def test_a_reference_whose_state_changes_when_it_runs_is_rebuilt_every_time() -> None:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from pathlib import Path
 
 import pytest
 
+from kernelgrade.evaluator import SubprocessLauncher
+from kernelgrade.service.worker.judge import Judge
+from kernelgrade.service.worker.judges import JudgeSlot
 from kernelgrade.service.worker.pool import WorkerPool
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.problems import upsert_problem
@@ -80,3 +84,15 @@ def test_stopping_hands_the_running_job_back_uncharged(database: Database, datab
     assert "its result was discarded" in caplog.text
     with database.session() as session:
         assert list_workers(session, problem.created_at) == []
+
+
+@pytest.mark.parametrize(("kind", "spares"), [("cuda", 2), ("cpu", 1)])
+def test_a_gpu_judge_keeps_two_warm_children_and_a_cpu_judge_one(database: Database, database_url: str,
+                                                                   tmp_path: Path, kind: str, spares: int) -> None:
+    slot = JudgeSlot(f"{kind}0", kind, 0, f"{kind}-test", kind, ((kind, f"{kind}-test"),))
+    judge = Judge(slot, "owner", base_settings(tmp_path, database_url), database, SubprocessLauncher(),
+                  threading.Event(), threading.Event())
+    try:
+        assert judge.warm is not None and judge.warm.children.spares == spares
+    finally:
+        judge.close()

@@ -58,3 +58,20 @@ def _cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+MEMINFO = Path("/proc/meminfo")
+
+
+def mem_available(meminfo: Path = MEMINFO) -> int | None:
+    """MemAvailable in bytes (the kernel's estimate of what can be used without swapping), or None."""
+    try:
+        lines = meminfo.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        name, _, value = line.partition(":")
+        parts = value.split()
+        if name == "MemAvailable" and parts and parts[0].isdigit():
+            return int(parts[0]) * 1024  # the file counts kB
+    return None

@@ -11,7 +11,7 @@ import hashlib
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,15 +49,36 @@ class TrialData:
     fingerprints: tuple[int, ...]  # of the pristine inputs, to tell whether a call changed them
 
 
+@dataclass(frozen=True)
+class Footprint:
+    """Memory a kept trial holds: on the judge's device (expected outputs, oracles) and in host memory
+    (its inputs; everything, on the CPU)."""
+
+    device: int = 0
+    host: int = 0
+
+    def __add__(self, other: Footprint) -> Footprint:
+        return Footprint(self.device + other.device, self.host + other.host)
+
+    @classmethod
+    def of(cls, values: Sequence[Any]) -> Footprint:
+        on_device = _nbytes([v for v in values if isinstance(v, torch.Tensor) and v.device.type != "cpu"])
+        return cls(on_device, _nbytes(values) - on_device)
+
+
+# Asked before a trial is kept: may this much more be held? (reference_cache.py makes room or says no.)
+Room = Callable[[Footprint], bool]
+
+
 class Reference:
     def __init__(self, problem: ProblemSpec, device: torch.device, weight_seed: int, keep_trials: int = 0,
-                 keep_bytes: int = 0) -> None:
-        """`keep_trials`, `keep_bytes`: how many trials' inputs and expected outputs to keep for later calls
-        of trial() (reference_cache.py), and how much memory they may hold."""
+                 room: Room | None = None) -> None:
+        """`keep_trials`: how many trials' inputs and expected outputs to keep for later calls of trial()
+        (reference_cache.py), each as `room` allows."""
         self.problem = problem
-        self.keep_trials, self.keep_bytes = keep_trials, keep_bytes
+        self.keep_trials, self._room = keep_trials, room
         self._trials: dict[int, TrialData] = {}
-        self._kept_bytes = 0
+        self.kept = Footprint()
         # The reference's own time for one call, warm (the shortest seen): what settle.py scales.
         self.forward_s = math.inf
         self.device = device
@@ -68,6 +89,12 @@ class Reference:
             self.model = self.module.Model(*self.init_inputs).to(device)
         self._oracle_model: torch.nn.Module | None = None
         self._rounded_models: dict[Rounding, torch.nn.Module] = {}
+
+    def models(self) -> Footprint:
+        """The memory of the reference's weights and buffers, with its float64 and rounded copies."""
+        modules = [self.model, *([self._oracle_model] if self._oracle_model is not None else []),
+                   *self._rounded_models.values()]
+        return Footprint.of([t for m in modules for t in [*m.parameters(), *m.buffers()]])
 
     def make_inputs(self, seed: int) -> list[Any]:
         """The problem's own get_inputs() under a private seed, on the CPU as the format says. get_inputs()
@@ -84,11 +111,15 @@ class Reference:
         if kept is not None:
             return kept
         inputs = self.make_inputs(seed)
-        trial = TrialData(inputs, self.expected(inputs), tuple(fingerprints(inputs)))
-        size = _nbytes([*trial.inputs, *trial.expected.refs, *(trial.expected.oracles or [])])
-        if len(self._trials) < self.keep_trials and self._kept_bytes + size <= self.keep_bytes:
+        placed = _copies_on(inputs, self.device)
+        # Summed on the judge's device, where it takes microseconds (a quarter second for 128 MB on a CPU core),
+        # and before the reference runs on these copies.
+        pristine = tuple(fingerprints(placed))
+        trial = TrialData(inputs, self._expected(inputs, placed), pristine)
+        size = Footprint.of([*trial.inputs, *trial.expected.refs, *(trial.expected.oracles or [])])
+        if len(self._trials) < self.keep_trials and self._room is not None and self._room(size):
             self._trials[seed] = trial
-            self._kept_bytes += size
+            self.kept += size
         return trial
 
     def forward(self, inputs: Sequence[Any]) -> Any:
@@ -102,8 +133,13 @@ class Reference:
     def expected(self, inputs: Sequence[Any]) -> Expected:
         """Reference outputs and, where the policy asks for it, the float64 oracle's and the lower-precision
         emulations the comparison may need; all stay on the judge's device, where comparing them is fast."""
+        return self._expected(inputs, _copies_on(inputs, self.device))
+
+    def _expected(self, inputs: Sequence[Any], placed: list[Any]) -> Expected:
+        """`placed`: copies of `inputs` on the device for the reference to run on (and write into, if it does);
+        the oracle and the roundings start again from `inputs`."""
         with precision_flags.held():
-            refs = [t.detach() for t in flatten_outputs(self.forward(to_device(inputs, self.device)))]
+            refs = [t.detach() for t in flatten_outputs(self.forward(placed))]
             if not self._wants_oracle(refs):
                 return Expected(refs)
             oracles = self._oracle(inputs)
@@ -135,6 +171,12 @@ class Reference:
             out = self._rounded_models[rounding](*rounded)
         device_synchronize(self.device)
         return [t.detach() for t in flatten_outputs(out)]
+
+
+def _copies_on(values: Sequence[Any], device: torch.device) -> list[Any]:
+    """Tensors copied onto the device even where they are there already: a reference that writes into its
+    inputs must change neither the caller's values nor the oracle's."""
+    return [v.to(device, copy=True) if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def _nbytes(values: Sequence[Any]) -> int:

@@ -12,6 +12,7 @@ evaluation instead, since its outputs could then depend on the calls before.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import threading
 from collections import OrderedDict
@@ -20,15 +21,23 @@ from dataclasses import dataclass, field
 import torch
 
 from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
-from kernelgrade.evaluator.judge.reference import Reference
+from kernelgrade.evaluator.judge.environment import mem_available
+from kernelgrade.evaluator.judge.reference import Footprint, Reference
 from kernelgrade.evaluator.request import ProblemSpec
 
-# Problems kept at once: a judge usually grades a stream of one or a few problems.
-KEEP_PROBLEMS = 4
-# Trials kept per problem, and the device memory their outputs and oracles may hold in all: a 4096^2 fp32
-# matmul keeps 192 MiB per trial, so the seven trials of one evaluation fit with room to spare.
+# Problems kept at once. A stream cycling through more problems than this keeps none of them (each is
+# evicted before it comes round again): an RL batch or a suite run interleaves dozens, and recomputing a
+# trial costs a large problem about a second. Memory, not this count, is what usually bounds them.
+KEEP_PROBLEMS = 32
+# Trials kept per problem: the public trials and the pool of secret seeds (8) of one problem.
 KEEP_TRIALS = 16
-KEEP_BYTES = 4 * 1024**3
+# The device memory kept expected outputs and oracles of all problems may hold: an eighth of the device
+# (10 GiB of an H100) leaves the submissions the rest; a 4096^2 fp32 matmul keeps 192 MiB per trial.
+DEVICE_SHARE = 8
+# Host memory for the kept inputs (and everything, on a CPU judge): an eighth of what is available when the
+# judge starts, so that one judge per GPU of an 8-GPU host takes at most all of it, and at most 16 GiB.
+HOST_SHARE = 8
+HOST_MAX = 16 * 1024**3
 
 
 @dataclass
@@ -38,8 +47,13 @@ class _SecretPool:
 
 
 class References:
-    def __init__(self, secret_pool: int = 8, secret_uses: int = 16) -> None:
+    def __init__(self, secret_pool: int = 8, secret_uses: int = 16, budget: Footprint | None = None) -> None:
+        """`budget`: the memory the kept references of all problems may hold, their weights and kept trials
+        (default: device_budget() per device and host_budget()); the least recently used problems are let go
+        to make room for a new reference or trial."""
         self.secret_pool, self.secret_uses = secret_pool, secret_uses
+        self._budget = budget
+        self._budgets: dict[str, Footprint] = {}  # per device, read once: the host's free memory drifts
         self._kept: OrderedDict[tuple[str, str, int], tuple[Reference, list[int]]] = OrderedDict()
         self._stateful: set[tuple[str, str, int]] = set()
         self._pools: dict[tuple[str, str], _SecretPool] = {}
@@ -56,13 +70,38 @@ class References:
             if kept is not None:
                 del self._kept[key]
                 self._stateful.add(key)
-        fresh = Reference(problem, device, weight_seed, KEEP_TRIALS if key not in self._stateful else 0, KEEP_BYTES)
+        fresh = Reference(problem, device, weight_seed, KEEP_TRIALS if key not in self._stateful else 0,
+                          functools.partial(self._make_room, key))
         if key not in self._stateful:
             with self._lock:
-                self._kept[key] = (fresh, _state(fresh))
-                while len(self._kept) > KEEP_PROBLEMS:
+                while len(self._kept) >= KEEP_PROBLEMS:
                     self._kept.popitem(last=False)
+                if self._let_go_for(key, fresh.models()):  # its weights count too
+                    self._kept[key] = (fresh, _state(fresh))
         return fresh
+
+    def _make_room(self, key: tuple[str, str, int], size: Footprint) -> bool:
+        """Whether the reference under `key` may keep a trial of `size`, letting other problems go, least
+        recently used first, until it fits."""
+        with self._lock:
+            # A reference that is not kept (let go meanwhile, or too large) gains nothing from keeping trials.
+            return key in self._kept and self._let_go_for(key, size)
+
+    def _let_go_for(self, key: tuple[str, str, int], size: Footprint) -> bool:
+        """Under the lock: whether `size` more fits, once problems other than `key` are let go as needed."""
+        budget = self._budget or self._budgets.setdefault(
+            key[1], Footprint(device_budget(torch.device(key[1])), host_budget()))
+        if not _fits(Footprint(), size, budget):
+            return False  # would not fit were nothing else kept: let nothing go for it
+        while not _fits(self._held(), size, budget):
+            other = next((k for k in self._kept if k != key), None)
+            if other is None:
+                return False
+            del self._kept[other]
+        return True
+
+    def _held(self) -> Footprint:
+        return sum((reference.kept + reference.models() for reference, _ in self._kept.values()), Footprint())
 
     def secret_seeds(self, problem: ProblemSpec, device: torch.device, count: int) -> list[int]:
         """`count` distinct seeds from the problem's pool, each counted as used; worn-out seeds are replaced
@@ -80,6 +119,24 @@ class References:
             for seed in chosen:
                 pool.uses[seed] += 1
             return chosen
+
+
+def _fits(held: Footprint, size: Footprint, budget: Footprint) -> bool:
+    """Only the memory the new trial adds to is checked: a GPU judge's CPU problem has no device budget of its
+    own, and must not let the GPU problems go."""
+    device_ok = size.device == 0 or held.device + size.device <= budget.device
+    return device_ok and (size.host == 0 or held.host + size.host <= budget.host)
+
+
+def device_budget(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 0  # a CPU judge's trials are all in host memory
+    return int(torch.cuda.get_device_properties(device).total_memory) // DEVICE_SHARE
+
+
+def host_budget() -> int:
+    available = mem_available()
+    return HOST_MAX if available is None else min(HOST_MAX, available // HOST_SHARE)
 
 
 def _version(problem: ProblemSpec) -> str:

@@ -54,10 +54,12 @@ class RunChildren:
         self._changed = threading.Condition(self._lock)  # a spare became ready or failed to
         self._quiet = threading.Lock()  # held while this judge measures
         self._closed = False
-        # Spares are started by one long-lived thread: bwrap's --die-with-parent ties a child's life to the
-        # thread that started it, so a thread that ended after starting one would take its child along.
+        # Spares are started by long-lived threads, one per spare: bwrap's --die-with-parent ties a child's
+        # life to the thread that started it, so a thread that ended after starting one would take its child
+        # along. One per spare, because a start (seconds of importing torch) is longer than a small problem's
+        # evaluation: started one after another, spares would not keep up with back-to-back jobs.
         self._requests: queue.Queue[ChildKind | None] = queue.Queue()
-        self._starter: threading.Thread | None = None
+        self._starters: list[threading.Thread] = []
 
     def take(self, kind: ChildKind) -> RunSession:
         """A warm child of this kind (waiting for one that is starting), started now if none is coming.
@@ -82,7 +84,8 @@ class RunChildren:
             waiting = [s for sessions in self._ready.values() for s in sessions]
             self._ready.clear()
             self._changed.notify_all()
-        self._requests.put(None)
+        for _ in self._starters:
+            self._requests.put(None)
         for session in waiting:
             discard(session)
 
@@ -124,9 +127,11 @@ class RunChildren:
             if self._closed or missing <= 0:
                 return
             self._starting[kind] = self._starting.get(kind, 0) + missing
-            if self._starter is None:
-                self._starter = threading.Thread(target=self._start_spares, name="warm-children", daemon=True)
-                self._starter.start()
+            while len(self._starters) < max(1, self.spares):
+                starter = threading.Thread(target=self._start_spares, name=f"warm-children-{len(self._starters)}",
+                                           daemon=True)
+                self._starters.append(starter)
+                starter.start()
         for _ in range(missing):
             self._requests.put(kind)
 

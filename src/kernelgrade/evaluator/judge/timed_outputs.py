@@ -38,9 +38,12 @@ def _recheck(job: Job, reference: Reference, sets: list[list[Any]], folder: Path
     if not 0 <= kept <= len(sets) + timing.SAMPLED_OUTPUTS:
         raise _wrong(f"the harness reported {kept} timed outputs; it keeps at most"
                      f" {len(sets) + timing.SAMPLED_OUTPUTS}")
+    placed: dict[int, list[Any]] = {}  # each input set moved to the device once, however many reps used it
     for i in range(kept):
         set_index, step, rep, stored = _timed_entry(_load_timed(folder / f"timed_{i}.kgt"), len(sets))
-        inputs = timing.scaled_inputs(to_device(sets[set_index], job.device), step, which[set_index])
+        if set_index not in placed:
+            placed[set_index] = to_device(sets[set_index], job.device)
+        inputs = timing.scaled_inputs(placed[set_index], step, which[set_index])
         outs = to_device(stored, job.device)
         expected = reference.expected(inputs)
         refs = expected.refs

@@ -78,16 +78,18 @@ class TimingInputs:
 def time_candidate(job: Job, record: Record, session: RunSession, reference: Reference,
                    inputs: TimingInputs) -> TimingSets:
     params = job.timing_params
-    with job.in_stage(Stage.TIMING, "timing"), _alone_on_device(job):
-        with job.timed("timing:inputs_wait"):
-            sets, paths = inputs.result()
-        timed = TimingSets(tuple(paths), params.flush_bytes or timing.default_flush_bytes(job.device))
-        candidate, loop = _time_both(job, record, session, reference, sets, timed)
-        candidate = confirmed(job, record, session, candidate, loop)
+    with job.in_stage(Stage.TIMING, "timing"):
+        with _alone_on_device(job):
+            with job.timed("timing:inputs_wait"):
+                sets, paths = inputs.result()
+            timed = TimingSets(tuple(paths), params.flush_bytes or timing.default_flush_bytes(job.device))
+            candidate, loop = _time_both(job, record, session, reference, sets, timed)
+            candidate = confirmed(job, record, session, candidate, loop)
         samples, flush_findings = flush_corrected(candidate, loop)
         record.note(flush_findings)
         record.candidate_timing = timing.summarize(samples, candidate.stop_reason, candidate.wall_ms,
                                                    candidate.host_bound_reps)
+        # Nothing is timed from here on: the next spare may warm up beside the re-check.
         if job.request.trials.recheck_timed_outputs:
             with job.timed("timing:recheck"):
                 recheck_timed_outputs(job, record, session, reference, sets)

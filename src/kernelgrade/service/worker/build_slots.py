@@ -5,7 +5,7 @@ torch/extension.h, about 15-18 s of one core) and, for CUDA, cuda.cu, whose nvcc
 host g++) run one after another on one core for about a minute. So a build needs at most two cores at its
 peak however large its MAX_JOBS, and concurrency, not ninja's -j, is what fills a many-core host.
 
-Imports only the standard library: bench/build_speed.py uses it on a GPU host that has torch and nothing else.
+Imports nothing but the evaluator: bench/build_speed.py uses it on a GPU host that has torch and nothing else.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from kernelgrade.evaluator.judge.environment import MEMINFO, mem_available
 
 # Cores left to each GPU judge: one for the timing loop's host thread, one for the run child's own threads
 # (CUDA's launch path, the Python interpreter). A judge starved of either reports host time as device time.
@@ -24,7 +26,6 @@ PARALLEL_UNITS_PER_BUILD = 2
 # (about 1 GiB), with room for a submission's templates. Enough builds to exhaust memory would get one killed
 # by the OOM killer and reported as a compile crash.
 BUILD_MEMORY_BYTES = 3 * 1024**3
-MEMINFO = Path("/proc/meminfo")
 
 
 @dataclass(frozen=True)
@@ -87,17 +88,3 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
-
-
-def mem_available(meminfo: Path = MEMINFO) -> int | None:
-    """MemAvailable in bytes (the kernel's estimate of what can be used without swapping), or None."""
-    try:
-        lines = meminfo.read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        name, _, value = line.partition(":")
-        parts = value.split()
-        if name == "MemAvailable" and parts and parts[0].isdigit():
-            return int(parts[0]) * 1024  # the file counts kB
-    return None

@@ -69,8 +69,8 @@ class Judge:
         self.launcher, self.wake, self.stopping = launcher, wake, stopping
         self.builder = RequestBuilder(settings)
         self.state = JudgeState()
-        self.warm = (Warm.keeping(launcher, settings.work_root, settings.cache_dir, settings.warm_children)
-                     if settings.warm_children > 0 else None)
+        spares = settings.warm_children if slot.kind == "cuda" else min(1, settings.warm_children)
+        self.warm = Warm.keeping(launcher, settings.work_root, settings.cache_dir, spares) if spares > 0 else None
         self.thread = threading.Thread(target=self._loop, name=f"judge-{slot.name}", daemon=True)
 
     def start(self) -> None:
