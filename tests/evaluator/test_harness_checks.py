@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelgrade.evaluator import timing
+from kernelgrade.evaluator.child import run_child, tensorfile
 from kernelgrade.evaluator.integrity.guard import Guard, is_clock
 from kernelgrade.evaluator.integrity.proctree import count_tree
 from kernelgrade.evaluator.integrity.tensor_checks import active_modes, fingerprint, inert, why_not_plain
@@ -145,3 +147,22 @@ def test_proc_tree_counts_threads_and_processes() -> None:
         assert child.stdout is not None
         child.stdout.close()
     assert count_tree(child.pid) is None
+
+
+def test_call_sees_an_output_written_while_it_is_saved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Work that wakes only after the settle wait (a descheduled process on a busy host) and writes while the
+    output file is written is still reported as a change after return."""
+    harness = run_child.Harness()
+    harness.model = lambda a, b: a + b
+    inputs = tmp_path / "in.kgt"
+    tensorfile.save(inputs, [torch.ones(16), torch.ones(16)])
+    command = {"inputs": str(inputs), "outputs": str(tmp_path / "out.kgt"), "settle_s": 0.0}
+    assert harness.call(command)["changed_after_return"] is False
+    real_save = tensorfile.save
+
+    def written_late(path: Path, values: list[Any]) -> None:
+        values[0].add_(1.0)
+        real_save(path, values)
+
+    monkeypatch.setattr(run_child.tensorfile, "save", written_late)
+    assert harness.call(command)["changed_after_return"] is True

@@ -51,7 +51,8 @@ def test_two_workers_grade_twenty_submissions_once_each(cluster_factory: Cluster
     assert second["warnings"] == []
     ids = [first["id"], second["id"]] + [cluster.submit(variant(i))["id"] for i in range(2, count)]
     done = cluster.wait_done(ids)
-    assert [e["verdict"] for e in done] == ["correct"] * count, [e for e in done if e["verdict"] != "correct"]
+    assert [e["verdict"] for e in done] == ["correct"] * count, [(e["id"], e["verdict"], e["failure"], e["findings"])
+                                                                 for e in done if e["verdict"] != "correct"]
     assert [e["attempts"] for e in done] == [1] * count
     counts = graded_by(cluster)
     assert sorted(counts) == sorted(e["id"] for e in done) and set(counts.values()) == {1}

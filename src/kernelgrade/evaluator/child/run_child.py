@@ -247,8 +247,11 @@ class Harness:
             metas = [output_meta(v) for v in outputs]
             tensorfile.save(Path(command["outputs"]), [v if m["is_plain_tensor"] else None
                                                        for v, m in zip(outputs, metas, strict=True)])
+            # Once more after the save: work that wakes late (a process descheduled through the settle wait on
+            # a busy host) and writes while the file is written would otherwise pass as a wrong output.
+            saved = fingerprints(outputs)
         return {"outputs": metas, "mutated_inputs": mutated, "input_fingerprints": fingerprints(given),
-                "changed_after_return": at_return != after, **self._integrity()}
+                "changed_after_return": not at_return == after == saved, **self._integrity()}
 
     def _settle(self, seconds: float) -> None:
         """Device-wide synchronize, wait, synchronize again: a thread that writes late has had its chance."""
