@@ -17,7 +17,7 @@ from kernelgrade.evaluator.integrity.crosscheck import (
 from kernelgrade.evaluator.integrity.proctree import TreeCount
 from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.record import Record
-from kernelgrade.evaluator.judge.timing_stage import confirmed
+from kernelgrade.evaluator.judge.timing_stage import CONFIRM_PHASES, confirmed
 from kernelgrade.evaluator.judge.warm import Warm
 from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
 from kernelgrade.problems import find_builtin
@@ -122,26 +122,27 @@ def test_process_findings_compare_with_the_baseline() -> None:
     assert process_findings(None, TreeCount(5, 5), "now") == []
 
 
-class SecondPhase:
-    """Stands in for the run session: answers the judge's second timed phase with a canned reply."""
+class LaterPhases:
+    """Stands in for the run session: answers the judge's further timed phases with canned replies, in
+    order (the last one again once they run out)."""
 
-    def __init__(self, reply: TimedReply) -> None:
-        self.reply = reply
+    def __init__(self, *replies: TimedReply) -> None:
+        self.replies = replies
         self.calls = 0
 
     def time(self, params: object, timeout: float) -> TimedReply:
         self.calls += 1
-        return self.reply
+        return self.replies[min(self.calls, len(self.replies)) - 1]
 
 
-def confirm(first: TimedReply, second: TimedReply, make_request: RequestFactory) -> tuple[TimedReply, set[str], int]:
+def confirm(first: TimedReply, *later: TimedReply, make_request: RequestFactory) -> tuple[TimedReply, set[str], int]:
     problem = find_builtin("add_relu")
     assert problem is not None
     request = make_request(problem.spec(), "unused")
     launcher = SubprocessLauncher()
     job = Job.start(request, launcher, lambda _p: None, Warm.nothing(launcher, request.work_root, request.cache_dir))
     record = Record()
-    session = SecondPhase(second)
+    session = LaterPhases(*later)
     try:
         kept = confirmed(job, record, session, first, LOOP)  # type: ignore[arg-type]
     finally:
@@ -154,21 +155,26 @@ HONEST = timed(2.7, 2.75, 40, 40 * (2.75 + 0.3) + 5)
 
 
 def test_a_host_that_stalled_once_is_timed_again_and_not_flagged(make_request: RequestFactory) -> None:
-    kept, found, calls = confirm(STALLED, HONEST, make_request)
+    kept, found, calls = confirm(STALLED, HONEST, make_request=make_request)
     assert calls == 1 and kept is HONEST and found == set()
 
 
-def test_time_missing_in_both_phases_is_flagged(make_request: RequestFactory) -> None:
-    _, found, calls = confirm(STALLED, STALLED, make_request)
-    assert calls == 1 and "timing_inconsistent" in found
+def test_a_host_that_stalled_twice_is_timed_a_third_time(make_request: RequestFactory) -> None:
+    kept, found, calls = confirm(STALLED, STALLED, HONEST, make_request=make_request)
+    assert calls == 2 and kept is HONEST and found == set()
+
+
+def test_time_missing_in_every_phase_is_flagged(make_request: RequestFactory) -> None:
+    _, found, calls = confirm(STALLED, STALLED, make_request=make_request)
+    assert calls == CONFIRM_PHASES and "timing_inconsistent" in found
 
 
 def test_other_findings_of_the_first_phase_stand(make_request: RequestFactory) -> None:
     tampered = timed(0.27, 0.28, 40, 40 * (2.75 + 0.3), clock_tampered_reps=2)
-    _, found, _ = confirm(tampered, HONEST, make_request)
+    _, found, _ = confirm(tampered, HONEST, make_request=make_request)
     assert found == {"timer_patched"}
 
 
 def test_a_consistent_phase_is_not_repeated(make_request: RequestFactory) -> None:
-    kept, _, calls = confirm(HONEST, STALLED, make_request)
+    kept, _, calls = confirm(HONEST, STALLED, make_request=make_request)
     assert calls == 0 and kept is HONEST
