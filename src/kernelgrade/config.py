@@ -6,6 +6,7 @@ Nothing here runs at import time: call Settings.from_env() where settings are ne
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -87,6 +88,11 @@ class Settings:
     # under a sandbox) outlasts a small problem's evaluation: with one, back-to-back jobs wait for theirs. A
     # CPU judge keeps at most one (its spares start one at a time, beside builds on the same cores).
     warm_children: int = 2
+    # A lock file every judge of the host opens: held around CPU measurements and CPU run children's starts,
+    # so that judges in separate processes (workers started side by side) keep out of each other's timing
+    # (evaluator/judge/host_lock.py). In the temp dir, which all of a host's workers share whatever their
+    # data dirs.
+    host_lock: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "kernelgrade-cpu-measure.lock")
     # An idle judge looks for queued jobs this often when nothing wakes it (jobs queued by another process).
     poll_seconds: float = 2.0
     # Where `kernelgrade submit` sends submissions; empty: http://{host}:{port}.

@@ -164,7 +164,7 @@ def _compiled_baseline(job: Job, record: Record, reference: Reference, init_inpu
     job.report(Stage.TIMING, "timing torch.compile of the reference")
     measured = BaselineJob(reference, job.work_dir, timed.paths, init_inputs, job.request.trials.seed,
                            job.timing_params, job.request.limits, timed.flush_bytes, plan, tuple(env.items()))
-    with job.timed("compiled_baseline"), job.warm.children.quiet():
+    with job.timed("compiled_baseline"), job.warm.children.quiet(cpu=job.device.type == "cpu"):
         record.compiled_baseline = compiled_baseline.measure(measured, job.launcher)
     job.check_device()
 

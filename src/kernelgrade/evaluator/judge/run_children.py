@@ -25,6 +25,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelgrade.evaluator.judge.host_lock import HostLock
 from kernelgrade.evaluator.judge.session import RunSession, StageFailed
 from kernelgrade.evaluator.sandbox.launcher import Launcher
 
@@ -46,8 +47,12 @@ class ChildKind:
 
 
 class RunChildren:
-    def __init__(self, launcher: Launcher, work_root: Path, spares: int = 0, hidden: tuple[Path, ...] = ()) -> None:
+    def __init__(self, launcher: Launcher, work_root: Path, spares: int = 0, hidden: tuple[Path, ...] = (),
+                 host_lock: HostLock | None = None) -> None:
+        """`host_lock`: also held, beside this judge's own quiet lock, around CPU measurements and CPU spares'
+        starts, so that judges in other processes on the host keep out of them too (host_lock.py)."""
         self.launcher, self.work_root, self.spares, self.hidden = launcher, work_root, spares, hidden
+        self.host_lock = host_lock
         self._ready: dict[ChildKind, list[RunSession]] = {}
         self._starting: dict[ChildKind, int] = {}
         self._lock = threading.Lock()
@@ -69,9 +74,10 @@ class RunChildren:
         return session if session is not None else self._start(kind)
 
     @contextmanager
-    def quiet(self) -> Iterator[None]:
-        """Held around a measurement: no spare of this judge touches the device meanwhile."""
-        with self._quiet:
+    def quiet(self, cpu: bool = False) -> Iterator[None]:
+        """Held around a measurement: no spare of this judge touches the device meanwhile; on the CPU (`cpu`),
+        none of another judge on the host starts either."""
+        with self._quiet, self.host_lock.held() if cpu and self.host_lock else nullcontext():
             yield
 
     def ready(self, kind: ChildKind) -> int:
@@ -117,7 +123,7 @@ class RunChildren:
 
     def _start_spare(self, kind: ChildKind) -> RunSession:
         if kind.gpu_index is None:  # on the CPU the whole start competes with a measurement
-            with self._quiet:
+            with self.quiet(cpu=True):
                 return self._start(kind)
         return self._start(kind, before_device=self._quiet)
 

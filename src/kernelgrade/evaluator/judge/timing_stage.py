@@ -106,11 +106,12 @@ def time_candidate(job: Job, record: Record, session: RunSession, reference: Ref
 
 @contextmanager
 def _alone_on_device(job: Job) -> Iterator[None]:
-    """No spare run child of this judge touches the device while it measures (run_children.py); waiting for
-    one that is creating its context is part of this job's device time."""
+    """No spare run child of this judge touches the device while it measures, nor, on the CPU, one of another
+    judge on the host (run_children.py); waiting for one that is creating its context is part of this job's
+    device time."""
     with ExitStack() as held:
         with job.timed("timing:quiet_wait"):
-            held.enter_context(job.warm.children.quiet())
+            held.enter_context(job.warm.children.quiet(cpu=job.device.type == "cpu"))
         yield
 
 

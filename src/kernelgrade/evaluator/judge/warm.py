@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelgrade.evaluator.judge.host_lock import HostLock
 from kernelgrade.evaluator.judge.reference_cache import References
 from kernelgrade.evaluator.judge.run_children import RunChildren
 from kernelgrade.evaluator.sandbox.launcher import Launcher
@@ -17,9 +18,12 @@ class Warm:
     references: References | None = None  # None: every evaluation computes its own
 
     @classmethod
-    def keeping(cls, launcher: Launcher, work_root: Path, cache_dir: Path, spares: int = 1) -> Warm:
-        """`spares` children per kind waiting at all times; references and their outputs kept."""
-        return cls(RunChildren(launcher, work_root, spares, hidden=(cache_dir,)), References())
+    def keeping(cls, launcher: Launcher, work_root: Path, cache_dir: Path, spares: int = 1,
+                host_lock: Path | None = None) -> Warm:
+        """`spares` children per kind waiting at all times; references and their outputs kept. `host_lock`: the
+        file of the lock the host's judges share around CPU measurements (host_lock.py)."""
+        lock = HostLock(host_lock) if host_lock is not None else None
+        return cls(RunChildren(launcher, work_root, spares, hidden=(cache_dir,), host_lock=lock), References())
 
     @classmethod
     def nothing(cls, launcher: Launcher, work_root: Path, cache_dir: Path) -> Warm:

@@ -70,7 +70,8 @@ class Judge:
         self.builder = RequestBuilder(settings)
         self.state = JudgeState()
         spares = settings.warm_children if slot.kind == "cuda" else min(1, settings.warm_children)
-        self.warm = Warm.keeping(launcher, settings.work_root, settings.cache_dir, spares) if spares > 0 else None
+        self.warm = (Warm.keeping(launcher, settings.work_root, settings.cache_dir, spares, settings.host_lock)
+                     if spares > 0 else None)
         self.thread = threading.Thread(target=self._loop, name=f"judge-{slot.name}", daemon=True)
 
     def start(self) -> None:

@@ -1,0 +1,118 @@
+"""The lock a host's judges share around CPU measurements, held by another process as a second worker would."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from kernelgrade.evaluator.judge import host_lock
+from kernelgrade.evaluator.judge.host_lock import HostLock
+from kernelgrade.evaluator.judge.run_children import ChildKind, RunChildren
+from kernelgrade.evaluator.sandbox.launcher import ChildSpec, SubprocessLauncher
+
+CPU = ChildKind(None, "cpu", ())
+HOLD_S = 1.0
+
+
+@contextmanager
+def held_elsewhere(path: Path) -> Iterator[None]:
+    """Another process holds the lock until the block ends."""
+    code = ("import fcntl, os, sys\n"
+            f"fd = os.open({str(path)!r}, os.O_RDONLY | os.O_CREAT, 0o666)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+            "print('held', flush=True)\n"
+            "sys.stdin.read()\n")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        yield
+    finally:
+        assert holder.stdin is not None and holder.stdout is not None
+        holder.stdin.close()
+        holder.wait(timeout=10)
+        holder.stdout.close()
+
+
+def released_later(path: Path) -> tuple[threading.Thread, list[float]]:
+    """Holds the lock in another process for HOLD_S from now; the list gets the time it let go."""
+    ready, released = threading.Event(), []
+
+    def hold() -> None:
+        with held_elsewhere(path):
+            ready.set()
+            time.sleep(HOLD_S)
+            released.append(time.monotonic())
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert ready.wait(10)
+    return thread, released
+
+
+def test_the_lock_waits_for_another_process_to_let_go(tmp_path: Path) -> None:
+    path = tmp_path / "host.lock"
+    thread, released = released_later(path)
+    with HostLock(path).held():
+        taken = time.monotonic()
+    thread.join()
+    assert released and taken >= released[0] - 0.05
+
+
+def test_a_holder_that_never_lets_go_stops_nobody_for_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(host_lock, "WAIT_S", 0.2)
+    path = tmp_path / "host.lock"
+    with held_elsewhere(path):
+        started = time.monotonic()
+        with HostLock(path).held():
+            waited = time.monotonic() - started
+    assert 0.2 <= waited < HOLD_S
+
+
+def test_only_cpu_measurements_take_the_host_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(host_lock, "WAIT_S", 5.0)  # a quiet() that waited would fail here, not hang
+    path = tmp_path / "host.lock"
+    children = RunChildren(SubprocessLauncher(), tmp_path / "work", spares=0, host_lock=HostLock(path))
+    with held_elsewhere(path):
+        started = time.monotonic()
+        with children.quiet():  # a GPU measurement: other processes' CPU work does not reach the device
+            assert time.monotonic() - started < HOLD_S / 2
+    thread, released = released_later(path)
+    with children.quiet(cpu=True):
+        taken = time.monotonic()
+    thread.join()
+    assert taken >= released[0] - 0.05
+
+
+class CountingLauncher(SubprocessLauncher):
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = 0
+
+    def popen(self, spec: ChildSpec) -> subprocess.Popen[bytes]:
+        self.started += 1
+        return super().popen(spec)
+
+
+def test_a_cpu_spare_starts_only_while_no_judge_of_the_host_measures(tmp_path: Path) -> None:
+    path = tmp_path / "host.lock"
+    launcher = CountingLauncher()
+    children = RunChildren(launcher, tmp_path / "work", spares=1, host_lock=HostLock(path))
+    try:
+        with held_elsewhere(path):
+            children.take(CPU).close()  # started on demand; asks for a spare, which must wait
+            time.sleep(HOLD_S / 2)
+            assert launcher.started == 1
+        deadline = time.monotonic() + 60
+        while children.ready(CPU) == 0:
+            assert time.monotonic() < deadline, "the spare never started once the lock was free"
+            time.sleep(0.1)
+        assert launcher.started == 2
+    finally:
+        children.close()
