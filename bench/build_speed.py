@@ -16,9 +16,12 @@ sources of their own, and plain builds fresh directories, so nothing is a cache 
   its own TORCH_EXTENSIONS_DIR; `load_inline s` is the import and constructor alone, `process s` the whole
   process (interpreter and torch import included).
 - kernelgrade: evaluator.precompile(), the compile stage of a grading: the sandboxed compile child (bwrap
-  where it works) and the compile cache's bookkeeping, without the precompiled torch/extension.h;
-- kernelgrade+pch: the same with it (the service's default). Its PCHs are built first, untimed, by one build
-  of each case (a case whose flags no PCH serves builds as without one); --no-pch leaves this way out.
+  where it works) and the compile cache's bookkeeping, every build as the submission asks;
+- kernelgrade+lean: the same, with CUDA sources built without torch/extension.h first (child/lean_header.py;
+  C++-only sources build as above);
+- kernelgrade+lean+pch: with the precompiled torch/extension.h too (the service's default). Its PCHs are built
+  first, untimed, by one build of each case (a case whose flags no PCH serves builds as without one); --no-pch
+  leaves this way out.
 
 Printed: each way's median seconds one at a time, the ratio to plain, and builds/hour with K builds running at
 once (K: --concurrency, by default what the service's compile-ahead would choose on this host). Needs only the
@@ -107,11 +110,12 @@ def plain_way(target: BuildTarget) -> Way:
     return Way("plain", build)
 
 
-def kernelgrade_way(name: str, launcher: Launcher, jobs: int, cache: Path, pch: bool) -> Way:
+def kernelgrade_way(name: str, launcher: Launcher, jobs: int, cache: Path, pch: bool, lean: bool) -> Way:
     """Builds into one compile cache (the sources are distinct, so no build hits it; its PCHs persist)."""
     def build(submission: Submission, scratch: Path) -> Timed:
         request = EvalRequest(problem=spec_of(submission.problem), submission=submission.source, cache_dir=cache,
-                              work_root=scratch / "work", compile_jobs=jobs, precompiled_header=pch)
+                              work_root=scratch / "work", compile_jobs=jobs, precompiled_header=pch,
+                              lean_cuda_header=lean)
         started = time.monotonic()
         outcome = precompile(request, launcher)
         wall = time.monotonic() - started
@@ -201,7 +205,8 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=0, help="MAX_JOBS of each build (default: the service's choice)")
     parser.add_argument("--sandbox", default="auto")
     parser.add_argument("--case", help="only variants of this tests/cases folder")
-    parser.add_argument("--no-pch", action="store_true", help="leave out the kernelgrade+pch way")
+    parser.add_argument("--no-pch", action="store_true", help="leave out the kernelgrade+lean+pch way")
+    parser.add_argument("--ways", help="only these ways, comma-separated (e.g. plain,kernelgrade+lean)")
     parser.add_argument("--keep", action="store_true", help="keep the build dirs (removed by default)")
     args = parser.parse_args()
     host = read_host()
@@ -214,12 +219,15 @@ def main() -> int:
     target = build_target(EvalRequest(problem=spec_of(corpus[0].problem), submission="", cache_dir=Path(),
                                       work_root=Path(), compile_jobs=jobs))
     root = Path(tempfile.mkdtemp(prefix="kg-build-speed-"))
-    ways = [plain_way(target), kernelgrade_way("kernelgrade", launcher, jobs, root / "cache", pch=False)]
+    ways = [plain_way(target), kernelgrade_way("kernelgrade", launcher, jobs, root / "cache", pch=False, lean=False),
+            kernelgrade_way("kernelgrade+lean", launcher, jobs, root / "cache-lean", pch=False, lean=True)]
     if not args.no_pch:
-        ways.append(kernelgrade_way("kernelgrade+pch", launcher, jobs, root / "cache-pch", pch=True))
+        ways.append(kernelgrade_way("kernelgrade+lean+pch", launcher, jobs, root / "cache-pch", pch=True, lean=True))
+    if args.ways:
+        ways = [way for way in ways if way.name in args.ways.split(",")]
     print(f"device {args.device}, {len(corpus)} distinct sources, {host.cores} cores, MAX_JOBS {jobs},"
           f" sandbox {launcher.level}, arch {target.arch or '-'}, torch {torch.__version__}")
-    if not args.no_pch:
+    if ways[-1].name.endswith("+pch"):
         warm_up(ways[-1], serial_corpus, root)
     serial = one_at_a_time(ways, serial_corpus, root)
     print_serial(serial)

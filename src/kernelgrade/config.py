@@ -53,6 +53,9 @@ class Settings:
     # Compile load_inline's generated main.cpp against a precompiled torch/extension.h, built by the judge once
     # per compiler, torch version and flag variant under the cache dir (about 0.8 GB each). CPU builds only, so far.
     precompiled_headers: bool = True
+    # Build CUDA sources without their `#include <torch/extension.h>` first, and as given where that fails: about
+    # half of nvcc's time (evaluator/child/lean_header.py). Off: every build exactly as the submission asks.
+    lean_cuda_header: bool = True
     # A job is tried at most this many times before it is failed with the reason.
     max_attempts: int = 3
     # A worker renews its lease on a job every lease_seconds / 3; an expired lease means the worker died.

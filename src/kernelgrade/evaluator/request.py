@@ -176,5 +176,8 @@ class EvalRequest:
     # and flags under cache_dir/pch) where the call's flags allow it. Off by default: the first build of each
     # flag variant also builds its PCH (about a build's time and 0.8 GB), which a one-off grading never repays.
     precompiled_header: bool = False
+    # Build a load_inline call's CUDA sources without their `#include <torch/extension.h>` first (about half of
+    # nvcc's time), and as given where that build fails (child/lean_header.py).
+    lean_cuda_header: bool = True
     measure_timing: bool = True
     compiled_baseline: BaselinePlan = field(default_factory=BaselinePlan)

@@ -8,6 +8,7 @@ Run as `python -m kernelgrade.evaluator.child.compile_child`; one command in, on
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +20,7 @@ from torch.utils import cpp_extension
 from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.child.channel import ChildChannel
 from kernelgrade.evaluator.child.header_pch import with_pch
+from kernelgrade.evaluator.child.lean_header import with_lean_header
 from kernelgrade.evaluator.child.prebuilt import call_digest, library_of
 from kernelgrade.evaluator.child.submission_module import import_submission
 
@@ -53,10 +55,13 @@ class BuildRecorder:
             return {}
         return {"prebuilt": {"digest": digest, "library": found[0], "python_module": found[1]}}
 
-    def install(self, pch: dict[str, str], missed: set[str]) -> None:
-        """`pch`: variant name -> the judge's read-only directory holding torch/extension.h.gch for it. The
-        recording wrapper is outside the PCH one, so the digest is of the submission's own arguments."""
+    def install(self, pch: dict[str, str], missed: set[str], lean: bool) -> None:
+        """`pch`: variant name -> the judge's read-only directory holding torch/extension.h.gch for it; `lean`:
+        try CUDA sources without torch/extension.h first (lean_header.py). The recording wrapper is outside the
+        others, so the digest is of the submission's own arguments."""
         inline = with_pch(cpp_extension.load_inline, pch, missed.add)
+        if lean:
+            inline = with_lean_header(inline, note_in_log)
         cpp_extension.load_inline = self.wrap(inline, inline=True)
         cpp_extension.load = self.wrap(cpp_extension.load, inline=False)
 
@@ -65,7 +70,8 @@ def build(command: dict[str, Any]) -> dict[str, Any]:
     recorder = BuildRecorder()
     missed: set[str] = set()
     pch = command.get("pch")
-    recorder.install({str(k): str(v) for k, v in pch.items()} if isinstance(pch, dict) else {}, missed)
+    recorder.install({str(k): str(v) for k, v in pch.items()} if isinstance(pch, dict) else {}, missed,
+                     lean=bool(command.get("lean")))
     problem_error = ""
     try:
         module = import_submission(Path(command["submission"]))
@@ -78,6 +84,11 @@ def build(command: dict[str, Any]) -> dict[str, Any]:
         problem_error = traceback.format_exc(limit=8)
     failed = [b for b in recorder.builds if not b["ok"]]
     return {"ok": not failed, "builds": recorder.builds, "import_error": problem_error, "pch_missed": sorted(missed)}
+
+
+def note_in_log(line: str) -> None:
+    """stderr is the build log the judge keeps with the result (stdout is sent there too)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def main() -> None:

@@ -5,6 +5,9 @@ device kind, harness version). Its `ext/` is the TORCH_EXTENSIONS_DIR of both th
 run child, so the run child's load_inline finds the build up to date and only loads it. Successes and
 compile errors are cached; timeouts and grader faults are not.
 
+With `target.lean`, the compile child builds CUDA sources without torch/extension.h first and as given where
+that fails (child/lean_header.py); either build answers for the source, so the cache key leaves it out.
+
 With `target.pch`, the compile child may compile main.cpp against a precompiled torch/extension.h that this
 judge built (header_pch.py), shown to the child read-only; a variant the child wanted and did not find is built
 after its compile, for the next ones.
@@ -44,6 +47,7 @@ class BuildTarget:
     jobs: int
     timeout_s: float
     pch: bool = False  # compile main.cpp against a precompiled torch/extension.h where the call allows it
+    lean: bool = False  # build CUDA sources without torch/extension.h first (child/lean_header.py)
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,8 @@ def _build(submission_path: Path, init_inputs_path: Path, seed: int, target: Bui
                      hidden=(entry.parent, work_dir.parent),
                      limits=ResourceLimits(cpu_seconds=math.ceil(target.timeout_s)))
     child = ChildProcess(launcher.popen(spec))
-    command = {"submission": str(submission_path), "init_inputs": str(init_inputs_path), "seed": seed, "pch": pch}
+    command = {"submission": str(submission_path), "init_inputs": str(init_inputs_path), "seed": seed, "pch": pch,
+               "lean": target.lean}
     try:
         reply = child.request(command, timeout=target.timeout_s)
     except ChildTimeout:

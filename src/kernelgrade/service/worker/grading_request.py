@@ -55,6 +55,7 @@ class RequestBuilder:
                            timing=FAST_TIMING if fast else TimingParams(), limits=FAST_LIMITS if fast else Limits(),
                            max_source_bytes=settings.max_source_bytes, compile_jobs=settings.compile_jobs,
                            precompiled_header=settings.precompiled_headers,
+                           lean_cuda_header=settings.lean_cuda_header,
                            compiled_baseline=BaselinePlan(measure=settings.measures_compiled_baseline,
                                                           known=known_baseline))
 
