@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import torch
 
-from kernelgrade.evaluator import Verdict, evaluate
+from kernelgrade.evaluator import Verdict, evaluate, precompile
+from kernelgrade.evaluator.child.header_pch import with_pch
 from kernelgrade.evaluator.child.lean_header import lean_sources, with_lean_header
 from kernelgrade.evaluator.sandbox.levels import make_launcher
 from kernelgrade.problems import find_builtin
@@ -92,11 +93,34 @@ def test_a_call_that_fails_as_given_too_raises_the_given_builds_error() -> None:
     assert [c["name"] for c in fake.calls] == ["ext_lean", "ext"]
 
 
+def test_the_compile_childs_chain_of_wrappers_still_sees_the_arguments() -> None:
+    """The compile child wraps load_inline with the PCH wrapper and this one; each binds load_inline's
+    signature, so each must pass it on."""
+    fake, notes, missed = FakeLoadInline("lean"), [], []
+    chained = with_lean_header(with_pch(fake, {}, missed.append), notes.append)
+    assert chained("ext", "decl;", cuda_sources=KERNEL) == "module ext"
+    assert [c["name"] for c in fake.calls] == ["ext_lean", "ext"] and missed == ["cuda-plain", "cuda-plain"]
+
+
 def test_a_call_without_the_include_is_built_once_as_given() -> None:
     fake, notes = FakeLoadInline("never"), []
     source = KERNEL.replace("#include <torch/extension.h>", "#include <torch/types.h>")
     assert with_lean_header(fake, notes.append)("ext", "decl;", source) == "module ext"
     assert [c["name"] for c in fake.calls] == ["ext"] and notes == []
+
+
+def test_the_sandboxed_compile_child_tries_the_lean_build_first(make_request: RequestFactory) -> None:
+    """On a host without nvcc both builds fail: the lean one first, then the call as given, whose failure is
+    the outcome. A real compile child in the real sandbox, so the wiring from request to child is covered."""
+    if torch.cuda.is_available():
+        pytest.skip("needs a host where a CUDA build fails")
+    problem = find_builtin("add_relu")
+    assert problem is not None
+    source = RELU_CASE.read_text().replace('name="kg_case_relu_large"', 'name="kg_lean_cpu"')
+    outcome = precompile(make_request(problem.spec(), source, lean_cuda_header=True), make_launcher("auto"))
+    assert outcome.failure is not None and outcome.failure.code == "build_failed"
+    assert "kg_lean_cpu: the build without torch/extension.h in its CUDA sources failed" in outcome.log
+    assert "building it as given" in outcome.log
 
 
 @pytest.mark.gpu

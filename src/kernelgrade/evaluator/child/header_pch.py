@@ -12,6 +12,7 @@ Only main.cpp sees extra_cflags (nvcc gets extra_cuda_cflags), so a CUDA build's
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -57,6 +58,7 @@ def with_pch(original: Callable[..., Any], ready: Mapping[str, str],
     """load_inline that adds `-I<dir>` for a call whose variant has a ready PCH; reports variants without one."""
     signature = inspect.signature(original)
 
+    @functools.wraps(original)  # its signature stays load_inline's for the next wrapper to bind
     def load_inline(*args: Any, **kwargs: Any) -> Any:
         try:
             bound = signature.bind(*args, **kwargs)

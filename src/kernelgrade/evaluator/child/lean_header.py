@@ -17,6 +17,7 @@ at once.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Callable
@@ -42,6 +43,7 @@ def with_lean_header(original: Callable[..., Any], note: Callable[[str], None]) 
     """load_inline that tries a lean build first; `note` gets one line per call saying which build it kept."""
     signature = inspect.signature(original)
 
+    @functools.wraps(original)  # its signature stays load_inline's for the next wrapper to bind
     def load_inline(*args: Any, **kwargs: Any) -> Any:
         try:
             bound = signature.bind(*args, **kwargs)
