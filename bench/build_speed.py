@@ -77,6 +77,7 @@ class Timed:
     seconds: float  # what the way reports as its build
     wall: float  # the whole call, as a client of the way waits for it
     ok: bool
+    how: str = ""  # kernelgrade's CUDA builds: "lean" or "as given" (from the build log)
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,8 @@ def kernelgrade_way(name: str, launcher: Launcher, jobs: int, cache: Path, pch: 
         wall = time.monotonic() - started
         if outcome.failure is not None:
             print(f"{name} build of variant {submission.index} failed: {outcome.failure.message}", file=sys.stderr)
-        return Timed(wall, wall, ok=outcome.failure is None and not outcome.cache_hit)
+        how = "lean" if "built without torch/extension.h" in outcome.log else "as given"
+        return Timed(wall, wall, ok=outcome.failure is None and not outcome.cache_hit, how=how)
 
     return Way(name, build)
 
@@ -174,7 +176,8 @@ def one_at_a_time(ways: Sequence[Way], corpus: Sequence[Submission], root: Path)
         for way in ways:
             timed, _ = run_phase(way, [submission], 1, root)
             results[way.name] += timed
-            print(f"  {way.name:<18} variant {submission.index:>3}  {timed[0].wall:7.1f} s", flush=True)
+            print(f"  {way.name:<18} variant {submission.index:>3} {submission.case:<30} {timed[0].wall:7.1f} s"
+                  f"  {timed[0].how}", flush=True)
     return results
 
 
@@ -192,8 +195,10 @@ def print_serial(results: dict[str, list[Timed]]) -> None:
 
 def print_concurrent(name: str, timed: list[Timed], wall: float, concurrency: int) -> None:
     median = statistics.median(t.wall for t in timed)
+    lean = sum(t.how == "lean" for t in timed)
     print(f"  {name:<18} {len(timed) * 3600 / wall:9.0f} builds/hour  ({len(timed)} builds in {wall:.0f} s,"
-          f" {concurrency} at once, {median:.1f} s each (median), {sum(t.ok for t in timed)} ok)", flush=True)
+          f" {concurrency} at once, {median:.1f} s each (median), {sum(t.ok for t in timed)} ok, {lean} lean)",
+          flush=True)
 
 
 def main() -> int:
