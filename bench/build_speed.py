@@ -122,7 +122,7 @@ def kernelgrade_way(name: str, launcher: Launcher, jobs: int, cache: Path, pch: 
         wall = time.monotonic() - started
         if outcome.failure is not None:
             print(f"{name} build of variant {submission.index} failed: {outcome.failure.message}", file=sys.stderr)
-        how = "lean" if "built without torch/extension.h" in outcome.log else "as given"
+        how = "lean" if "CUDA sources built lean" in outcome.log else "as given"
         return Timed(wall, wall, ok=outcome.failure is None and not outcome.cache_hit, how=how)
 
     return Way(name, build)

@@ -1,5 +1,5 @@
-"""A load_inline call's CUDA sources built first without `#include <torch/extension.h>`, and as given where
-that build fails.
+"""A load_inline call's CUDA sources built first without `#include <torch/extension.h>` (or <torch/torch.h>),
+and as given where that build fails.
 
 nvcc parses a .cu file's includes three times (cudafe++, cicc, then g++ on the host half), and
 torch/extension.h (all of libtorch's C++ API, pybind11 and Python.h) is most of that. On an H100 host, a
@@ -24,7 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 LEAN_SUFFIX = "_lean"
-EXTENSION_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"]torch/extension\.h[>\"][ \t]*$", re.MULTILINE)
+# torch/torch.h is libtorch's whole C++ API too, and includes torch/extension.h under load_inline's flags.
+EXTENSION_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"]torch/(extension|torch)\.h[>\"][ \t]*$", re.MULTILINE)
 NEEDS_PYTHON = re.compile(r"pybind11|PYBIND11|\bpy::")
 
 
@@ -60,11 +61,11 @@ def with_lean_header(original: Callable[..., Any], note: Callable[[str], None]) 
         try:
             built = original(*trial.args, **trial.kwargs)
         except Exception as exc:  # any failure of the lean build means: build it as given
-            note(f"kernelgrade: {name}: the build without torch/extension.h in its CUDA sources failed"
-                 f" ({type(exc).__name__}); building it as given")
+            note(f"kernelgrade: {name}: the lean build of its CUDA sources failed ({type(exc).__name__});"
+                 " building it as given")
             return original(*args, **kwargs)
-        note(f"kernelgrade: {name}: CUDA sources built without torch/extension.h (load_inline's torch/types.h"
-             " only), as " + name + LEAN_SUFFIX)
+        note(f"kernelgrade: {name}: CUDA sources built lean, without their torch/extension.h or torch/torch.h"
+             f" include (load_inline's torch/types.h stays), as {name}{LEAN_SUFFIX}")
         return built
 
     return load_inline
