@@ -80,3 +80,14 @@ def test_a_problem_timed_under_pytorchs_defaults_says_so(make_request: RequestFa
     assert result.method is not None and result.method.precision_flags.startswith("PyTorch's defaults")
     assert not any(f.code == "precision_flags_changed" for f in result.findings)
     assert not torch.backends.cudnn.allow_tf32
+
+
+def test_the_snapshot_sees_autocast_switched_on_for_either_device_type() -> None:
+    before = precision_flags.snapshot()
+    for device_type in ("cpu", "cuda"):
+        torch.set_autocast_enabled(device_type, True)
+        try:
+            assert precision_flags.snapshot()[f"autocast_{device_type}"] == "True"
+        finally:
+            torch.set_autocast_enabled(device_type, False)
+    assert precision_flags.snapshot() == before

@@ -33,8 +33,9 @@ def _readers() -> dict[str, Callable[[], object]]:
     readers: dict[str, Callable[[], object]] = {
         "float32_matmul_precision": torch.get_float32_matmul_precision,
         "default_dtype": torch.get_default_dtype,
-        "autocast_cpu": torch.is_autocast_cpu_enabled,
-        "autocast_cuda": torch.is_autocast_enabled,
+        # By device type: is_autocast_cpu_enabled() is deprecated, and the bare call means CUDA.
+        "autocast_cpu": functools.partial(torch.is_autocast_enabled, "cpu"),
+        "autocast_cuda": functools.partial(torch.is_autocast_enabled, "cuda"),
     }
     for dotted in BACKEND_FLAGS:
         readers[dotted] = functools.partial(_backend_flag, dotted)
