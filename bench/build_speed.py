@@ -47,6 +47,7 @@ from pathlib import Path
 import torch
 
 from kernelgrade.evaluator import EvalRequest, Launcher, ProblemSpec, precompile
+from kernelgrade.evaluator.child import lean_header
 from kernelgrade.evaluator.judge.compile import BuildTarget, arch_env
 from kernelgrade.evaluator.judge.pipeline import build_target
 from kernelgrade.evaluator.sandbox.levels import make_launcher
@@ -122,7 +123,7 @@ def kernelgrade_way(name: str, launcher: Launcher, jobs: int, cache: Path, pch: 
         wall = time.monotonic() - started
         if outcome.failure is not None:
             print(f"{name} build of variant {submission.index} failed: {outcome.failure.message}", file=sys.stderr)
-        how = "lean" if "CUDA sources built lean" in outcome.log else "as given"
+        how = "lean" if lean_header.KEPT in outcome.log else "as given"
         return Timed(wall, wall, ok=outcome.failure is None and not outcome.cache_hit, how=how)
 
     return Way(name, build)

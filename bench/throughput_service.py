@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from kernelgrade.evaluator.child import lean_header
 from ports import free_port
 from throughput_corpus import Expect, Submission
 
@@ -196,7 +197,9 @@ def _checks(evaluation: dict[str, Any], result: dict[str, Any]) -> tuple[tuple[s
     # A hit also when the pool's compile-ahead thread built it while the judge was busy with others.
     found.append(("compile stage", "found the build cached" if result.get("compile_cache_hit") else "built it"))
     log = str(result.get("compile_log") or "")
-    if "lean" in log:  # the compile child's lines (evaluator/child/lean_header.py)
-        found.append(("CUDA build", "lean" if "CUDA sources built lean" in log else "as given after a failed lean one"))
+    if lean_header.KEPT in log:
+        found.append(("CUDA build", "lean"))
+    elif lean_header.FELL_BACK in log:
+        found.append(("CUDA build", "as given after a failed lean one"))
     found += [("finding", f"{f['severity']}: {f['code']}") for f in evaluation.get("findings", [])]
     return tuple(found)

@@ -12,10 +12,11 @@ Only main.cpp sees extra_cflags (nvcc gets extra_cuda_cflags), so a CUDA build's
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from kernelgrade.evaluator.child.inline_call import wrapping
 
 # The flag sets a PCH is built for, by name: none (load_inline's own flags) and the -O levels submissions
 # ask for most. A PCH is only valid for the optimisation level it was built with (GCC compares __OPTIMIZE__
@@ -56,21 +57,12 @@ def call_variant(arguments: Mapping[str, Any]) -> str | None:
 def with_pch(original: Callable[..., Any], ready: Mapping[str, str],
              missed: Callable[[str], None]) -> Callable[..., Any]:
     """load_inline that adds `-I<dir>` for a call whose variant has a ready PCH; reports variants without one."""
-    signature = inspect.signature(original)
-
-    @functools.wraps(original)  # its signature stays load_inline's for the next wrapper to bind
-    def load_inline(*args: Any, **kwargs: Any) -> Any:
-        try:
-            bound = signature.bind(*args, **kwargs)
-        except TypeError:
-            return original(*args, **kwargs)  # let load_inline itself say what is wrong
+    def handle(bound: inspect.BoundArguments) -> Any:
         variant = call_variant(bound.arguments)
-        if variant is None:
-            return original(*args, **kwargs)
-        if variant not in ready:
+        if variant is not None and variant not in ready:
             missed(variant)
-            return original(*args, **kwargs)
-        bound.arguments["extra_cflags"] = [*(bound.arguments.get("extra_cflags") or []), f"-I{ready[variant]}"]
+        elif variant is not None:
+            bound.arguments["extra_cflags"] = [*(bound.arguments.get("extra_cflags") or []), f"-I{ready[variant]}"]
         return original(*bound.args, **bound.kwargs)
 
-    return load_inline
+    return wrapping(original, handle)

@@ -17,16 +17,20 @@ at once.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import re
 from collections.abc import Callable
 from typing import Any
 
+from kernelgrade.evaluator.child.inline_call import wrapping
+
 LEAN_SUFFIX = "_lean"
 # torch/torch.h is libtorch's whole C++ API too, and includes torch/extension.h under load_inline's flags.
 EXTENSION_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"]torch/(extension|torch)\.h[>\"][ \t]*$", re.MULTILINE)
 NEEDS_PYTHON = re.compile(r"pybind11|PYBIND11|\bpy::")
+# What the build log says of a call, for readers of the log (the benchmarks) to find.
+KEPT = "CUDA sources built lean"
+FELL_BACK = "the lean build of its CUDA sources failed"
 
 
 def lean_sources(cuda_sources: Any) -> list[str] | None:
@@ -42,31 +46,22 @@ def lean_sources(cuda_sources: Any) -> list[str] | None:
 
 def with_lean_header(original: Callable[..., Any], note: Callable[[str], None]) -> Callable[..., Any]:
     """load_inline that tries a lean build first; `note` gets one line per call saying which build it kept."""
-    signature = inspect.signature(original)
-
-    @functools.wraps(original)  # its signature stays load_inline's for the next wrapper to bind
-    def load_inline(*args: Any, **kwargs: Any) -> Any:
-        try:
-            bound = signature.bind(*args, **kwargs)
-        except TypeError:
-            return original(*args, **kwargs)  # let load_inline itself say what is wrong
+    def handle(bound: inspect.BoundArguments) -> Any:
         lean = lean_sources(bound.arguments.get("cuda_sources"))
         name = bound.arguments.get("name")
         if lean is None or not isinstance(name, str):
-            return original(*args, **kwargs)
-        trial = signature.bind(*args, **kwargs)
+            return original(*bound.args, **bound.kwargs)
+        trial = bound.signature.bind(*bound.args, **bound.kwargs)
         # load_inline extends the lists it is given (the sources, the flags): a fallback needs them untouched.
         trial.arguments.update({k: list(v) for k, v in trial.arguments.items() if isinstance(v, list)})
         trial.arguments.update(cuda_sources=lean, name=name + LEAN_SUFFIX)
         try:
             built = original(*trial.args, **trial.kwargs)
         except Exception as exc:  # any failure of the lean build means: build it as given
-            note(f"kernelgrade: {name}: the lean build of its CUDA sources failed ({type(exc).__name__});"
-                 " building it as given")
-            return original(*args, **kwargs)
-        note(f"kernelgrade: {name}: CUDA sources built lean, without their torch/extension.h or torch/torch.h"
-             f" include (load_inline's torch/types.h stays), as {name}{LEAN_SUFFIX}")
+            note(f"kernelgrade: {name}: {FELL_BACK} ({type(exc).__name__}); building it as given")
+            return original(*bound.args, **bound.kwargs)
+        note(f"kernelgrade: {name}: {KEPT}, without their torch/extension.h or torch/torch.h include"
+             f" (load_inline's torch/types.h stays), as {name}{LEAN_SUFFIX}")
         return built
 
-    return load_inline
-
+    return wrapping(original, handle)
