@@ -18,7 +18,7 @@ a minute each). Without --prebuilt the builds are part of the stream: how busy t
 
 Printed per configuration, side by side where there are several: --compare KERNELGRADE_X=A,B runs one server
 with each value (KERNELGRADE_LOCAL_JUDGES=1,2: one GPU, then two), --compare-warm is
---compare KERNELGRADE_WARM_CHILDREN=0,2, and --before SRC serves another checkout's source first (before and
+--compare KERNELGRADE_WARM_CHILDREN=0,3, and --before SRC serves another checkout's source first (before and
 after a change, e.g. `git worktree add /tmp/old HEAD~1` and --before /tmp/old/src; with --prebuilt both share
 the builds where the change leaves their cache keys alone):
 - verdicts/hour: N / wall, wall = first submission's creation to last verdict (server timestamps);
@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def configs(args: argparse.Namespace) -> list[Config]:
     extra = dict(_setting(item) for item in args.env)
-    compared = "KERNELGRADE_WARM_CHILDREN=0,2" if args.compare_warm else args.compare
+    compared = "KERNELGRADE_WARM_CHILDREN=0,3" if args.compare_warm else args.compare
     if args.before is not None:
         return [Config("before", extra, args.before.resolve()), Config("after", extra)]
     if not compared:
@@ -190,7 +190,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--build-jobs", type=int, default=0, help="with --prebuilt: build J at a time beforehand")
     compare = parser.add_mutually_exclusive_group()
     compare.add_argument("--compare-warm", action="store_true",
-                         help="run with KERNELGRADE_WARM_CHILDREN=0, then 2 (the default), and print them side by side")
+                         help="run with KERNELGRADE_WARM_CHILDREN=0, then 3 (the default), and print them side by side")
     compare.add_argument("--before", type=Path, metavar="SRC",
                          help="serve first from SRC (another checkout's src/, e.g. of the commit before a change),"
                               " then from this tree, and print them side by side")

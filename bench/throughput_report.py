@@ -25,6 +25,15 @@ class StageRow:
 
 
 @dataclass(frozen=True)
+class Share:
+    """A part of the judges' time (wall x devices), per verdict and as a fraction of the whole."""
+
+    label: str
+    s_per_verdict: float
+    fraction: float
+
+
+@dataclass(frozen=True)
 class Count:
     name: str
     count: int
@@ -62,6 +71,7 @@ class RunReport:
     busy_fraction: float  # device_s_total / (wall_s x devices)
     build_pass_s: float | None  # --prebuilt: the unmeasured pass that built everything
     stages: list[StageRow]
+    judge_time: list[Share]  # device stages, other stages, in a job outside any stage, between jobs
     by_case: list[StageRow]  # per base case: device seconds of its correct verdicts (the goals are per problem)
     verdicts: list[Count]
     mismatches: list[Mismatch]
@@ -102,8 +112,20 @@ def summarize(config: Config, graded: list[Graded], devices: int, build_pass_s: 
         device_s_total=sum(device), device_s_per_verdict=statistics.fmean(device),
         device_s_per_correct=statistics.fmean(correct) if correct else None,
         busy_fraction=sum(device) / (wall * devices), build_pass_s=build_pass_s, stages=stage_rows(graded),
-        by_case=case_rows(graded),
+        judge_time=judge_time(graded, wall * devices), by_case=case_rows(graded),
         verdicts=_counted(_verdict_name(g) for g in graded), mismatches=mismatches(graded), checks=checks(graded))
+
+
+def judge_time(graded: list[Graded], judge_s: float) -> list[Share]:
+    """Where the judges' time goes. A stage's parts are labelled "stage:part", so the labels without a colon
+    cover a job's staged time once; the rest of a job (claim to finish) is the result's recording and what no
+    stage times; outside any job a judge claims the next one or has nothing ready to claim (builds running)."""
+    device = sum(device_seconds(g) for g in graded)
+    staged = sum(s for g in graded for label, s in g.stages if ":" not in label)
+    in_jobs = sum(g.finished_s - g.started_s for g in graded)
+    parts = [("device stages", device), ("other stages", staged - device), ("in a job, outside any stage",
+             in_jobs - staged), ("between jobs (claim; none ready)", judge_s - in_jobs)]
+    return [Share(label, seconds / len(graded), seconds / judge_s) for label, seconds in parts]
 
 
 def stage_rows(graded: list[Graded]) -> list[StageRow]:
@@ -178,6 +200,7 @@ def print_runs(runs: list[RunReport]) -> None:
         cells = "".join(f"{_cell(v, form):>{COL_W}}" for v in values)
         print(f"{name:<{NAME_W}}{cells}" + (f"{_ratio(values[0], values[1]):>10}" if ratio else ""))
     _print_stages(runs)
+    _print_judge_time(runs)
     _print_cases(runs)
     _print_verdicts(runs)
     _print_checks(runs)
@@ -200,6 +223,14 @@ def _print_stages(runs: list[RunReport]) -> None:
         print(f"{label + mark:<{NAME_W}}" + "".join(
             f"{'-' if s is None else f'{s.median_s:.2f} / {s.total_s:.1f}':>{COL_W}}" for s in rows))
     print(f"{'(* device stages: the run child holds the device)':<{NAME_W}}")
+
+
+def _print_judge_time(runs: list[RunReport]) -> None:
+    print(f"\n{'judge time per verdict: s / fraction':<{NAME_W}}" + "".join(f"{r.label:>{COL_W}}" for r in runs))
+    for index, share in enumerate(runs[0].judge_time):
+        cells = [r.judge_time[index] for r in runs]
+        print(f"{share.label:<{NAME_W}}" + "".join(f"{f'{c.s_per_verdict:.2f} / {c.fraction:.3f}':>{COL_W}}"
+                                                   for c in cells))
 
 
 def _print_cases(runs: list[RunReport]) -> None:

@@ -47,7 +47,8 @@ class Graded:
     submission_id: int
     verdict: str
     failure_code: str | None
-    created_s: float  # the evaluation's creation and finish, seconds since the epoch (server clock)
+    created_s: float  # the evaluation's creation, claim by a judge and finish, seconds since the epoch (server clock)
+    started_s: float
     finished_s: float
     stages: tuple[tuple[str, float], ...]  # the result's stage_seconds, in order
     checks: tuple[tuple[str, str], ...]  # (check, what the result records for it)
@@ -169,7 +170,8 @@ def graded(submission: Submission, body: dict[str, Any]) -> Graded:
     failure = evaluation.get("failure") or {}
     return Graded(case=submission.case, expect=submission.expect, submission_id=int(body["id"]),
                   verdict=str(evaluation["verdict"]), failure_code=failure.get("code"),
-                  created_s=_epoch(evaluation["created_at"]), finished_s=_epoch(evaluation["finished_at"]),
+                  created_s=_epoch(evaluation["created_at"]), started_s=_epoch(evaluation["started_at"]),
+                  finished_s=_epoch(evaluation["finished_at"]),
                   stages=tuple((str(label), float(s)) for label, s in result.get("stage_seconds", [])),
                   checks=_checks(evaluation, result))
 

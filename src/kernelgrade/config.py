@@ -87,10 +87,12 @@ class Settings:
     local_judges: int = -1
     # Run children each GPU judge keeps started and warm (torch imported, device context made) for the next
     # submissions, and whether it keeps references with their expected outputs between evaluations. 0: start
-    # each child on demand and keep nothing, as a one-off `kernelgrade eval` does. Two, because a start (3-6 s
-    # under a sandbox) outlasts a small problem's evaluation: with one, back-to-back jobs wait for theirs. A
+    # each child on demand and keep nothing, as a one-off `kernelgrade eval` does. Three, because a start (3-6 s
+    # under a sandbox, its device warm-up held back while the judge times) outlasts two small problems'
+    # evaluations: on an H100, back-to-back jobs waited 0.33 s per verdict (mean) for theirs with two and
+    # 0.15 s with three, side by side. Each spare holds a CUDA context and a torch process's host memory. A
     # CPU judge keeps at most one (its spares start one at a time, beside builds on the same cores).
-    warm_children: int = 2
+    warm_children: int = 3
     # A lock file every judge of the host opens: held around CPU measurements and CPU run children's starts,
     # so that judges in separate processes (workers started side by side) keep out of each other's timing
     # (evaluator/judge/host_lock.py). In the temp dir, which all of a host's workers share whatever their

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -322,3 +323,15 @@ def test_an_unrecorded_call_builds_and_a_recorded_one_with_no_library_builds_too
     assert load_inline("other") == "built"
     assert load_inline("known") == "built"  # recorded, but its library is not there
     assert built == ["other", "known"]
+
+
+def test_a_run_child_imports_cpp_extension_before_it_reports_ready() -> None:
+    """Every load_inline submission needs torch.utils.cpp_extension; its import (0.56 s on an H100 host) belongs
+    to a spare's start, not to the load stage that holds the device. The module is imported before the command
+    loop answers `ready`; `import torch` alone does not bring it in."""
+    probe = ("import sys, torch; before = 'torch.utils.cpp_extension' in sys.modules;"
+             " import kernelgrade.evaluator.child.run_child;"
+             " print(before, 'torch.utils.cpp_extension' in sys.modules)")
+    # Importing torch on a loaded 2-core CI host takes seconds; two minutes is for a cold disk cache as well.
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["False", "True"]

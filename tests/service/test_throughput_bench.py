@@ -77,3 +77,9 @@ def _check_stages(run: dict[str, Any]) -> None:
     device = sum(s["total_s"] for label, s in stages.items() if label in DEVICE_STAGES)
     assert run["device_s_total"] == pytest.approx(device)
     assert run["device_s_per_correct"] is not None and run["device_s_per_correct"] > 0
+    shares = {s["label"]: s for s in run["judge_time"]}
+    assert shares["device stages"]["s_per_verdict"] == pytest.approx(device / 3)
+    assert shares["device stages"]["fraction"] == pytest.approx(run["busy_fraction"])
+    assert sum(s["fraction"] for s in shares.values()) == pytest.approx(1.0)
+    # Jobs are timed by the server's wall clock and stages by a monotonic one: a few ms either way.
+    assert all(s["s_per_verdict"] > -0.05 for s in shares.values()), shares

@@ -125,9 +125,10 @@ def _in_run_child(job: Job, record: Record, session: RunSession, reference: Refe
     except StageFailed as failed:
         raise Verdicted(failed.failure) from None
     finally:
-        session.close()
-        record.child_output = session.output()
-        job.check_device()
+        with job.timed("child_end"):
+            session.close()
+            record.child_output = session.output()
+            job.check_device()
 
 
 def _child_stages(job: Job, record: Record, session: RunSession, reference: Reference,
