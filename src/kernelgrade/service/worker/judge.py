@@ -25,10 +25,11 @@ from kernelgrade.evaluator import CompiledBaseline, EvalRequest, EvalResult, Lau
 from kernelgrade.service.worker.grading_request import RequestBuilder, problem_spec
 from kernelgrade.service.worker.job_outcome import baseline_to_store, grader_fault, outcome_from_result, stored_baseline
 from kernelgrade.service.worker.judges import JudgeSlot
+from kernelgrade.service.worker.progress_poster import Posted, ProgressPoster
 from kernelgrade.storage.baselines import fresh_baseline, record_baseline
 from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
-from kernelgrade.storage.jobs import Lease, claim_next, finish_job, record_progress, requeue_job
+from kernelgrade.storage.jobs import Lease, claim_next, finish_job, requeue_job
 from kernelgrade.storage.records import BaselineRecord, ClaimedJob, JobOutcome, JobStatus, ProgressUpdate
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ class Judge:
         self.launcher, self.wake, self.stopping = launcher, wake, stopping
         self.builder = RequestBuilder(settings)
         self.state = JudgeState()
+        self.progress = ProgressPoster(database)
         spares = settings.warm_children if slot.kind == "cuda" else min(1, settings.warm_children)
         self.warm = (Warm.keeping(launcher, settings.work_root, settings.cache_dir, spares, settings.host_lock)
                      if spares > 0 else None)
@@ -78,9 +80,10 @@ class Judge:
         self.thread.start()
 
     def close(self) -> None:
-        """Stop the warm children this judge keeps."""
+        """Stop the warm children this judge keeps and its progress writer."""
         if self.warm is not None:
             self.warm.close()
+        self.progress.close()
 
     def _loop(self) -> None:
         while not self.stopping.is_set():
@@ -149,6 +152,7 @@ class Judge:
         return stored_baseline(found) if found is not None else None
 
     def _record(self, job: ClaimedJob, graded: Graded) -> bool:
+        self.progress.flush()
         outcome = graded.outcome
         requeue = outcome.verdict == "error" and job.attempt < self.settings.max_attempts
         with self.database.session() as session:
@@ -168,7 +172,8 @@ class Judge:
 
 
 class ProgressWriter:
-    """evaluate()'s progress callback: stores the stage for GET /v1/submissions/{id}, at most every 0.5 s."""
+    """evaluate()'s progress callback: has the stage stored for GET /v1/submissions/{id}, at most every 0.5 s,
+    by the judge's progress poster (the grading thread does not wait for the write)."""
 
     def __init__(self, judge: Judge, job: ClaimedJob) -> None:
         self.judge, self.job = judge, job
@@ -184,8 +189,4 @@ class ProgressWriter:
         self.last_stage, self.last_write = progress.stage, now
         status = JobStatus.RUNNING if progress.stage in RUNNING_STAGES else JobStatus.COMPILING
         update = ProgressUpdate(progress.stage.value, progress.message, progress.done, progress.total)
-        try:
-            with self.judge.database.session() as session:
-                record_progress(session, self.job.evaluation_id, self.job.owner, status, update)
-        except Exception:  # progress is informational; grading goes on
-            log.warning("could not record progress of evaluation %d", self.job.evaluation_id, exc_info=True)
+        self.judge.progress.post(Posted(self.job.evaluation_id, self.job.owner, status, update))
