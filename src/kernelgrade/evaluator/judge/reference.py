@@ -183,11 +183,16 @@ def _nbytes(values: Sequence[Any]) -> int:
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
-def save_timing_sets(reference: Reference, work_dir: Path, count: int, seed: int,
-                     secret: str) -> tuple[list[list[Any]], list[Path]]:
-    """An evaluation's timing input sets (TIMING.md), as values for the judge and as files for a child."""
-    sets = [reference.make_inputs(derive_seed(seed, "timing", k, secret)) for k in range(count)]
-    paths = [work_dir / f"timing_{k}.kgt" for k in range(len(sets))]
-    for path, values in zip(paths, sets, strict=True):
-        tensorfile.save(path, values)
+def save_timing_sets(reference: Reference, work_dir: Path, count: int, seed: int, secret: str,
+                     cancelled: threading.Event | None = None) -> tuple[list[list[Any]], list[Path]]:
+    """An evaluation's timing input sets (TIMING.md), as values for the judge and as files for a child. Once
+    `cancelled` is set no further set is begun: the sets made so far are returned."""
+    sets: list[list[Any]] = []
+    paths: list[Path] = []
+    for k in range(count):
+        if cancelled is not None and cancelled.is_set():
+            break
+        sets.append(reference.make_inputs(derive_seed(seed, "timing", k, secret)))
+        paths.append(work_dir / f"timing_{k}.kgt")
+        tensorfile.save(paths[-1], sets[-1])
     return sets, paths

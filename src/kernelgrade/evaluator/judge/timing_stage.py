@@ -6,6 +6,7 @@ child's timed phase, the re-check of timed outputs, the roofline floor and the s
 from __future__ import annotations
 
 import statistics
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -69,14 +70,17 @@ class TimingInputs:
 
     def __init__(self, job: Job, reference: Reference) -> None:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="timing-inputs")
+        self._unwanted = threading.Event()
         self._made = self._pool.submit(save_timing_sets, reference, job.work_dir, job.timing_params.input_sets,
-                                       job.request.trials.seed, job.secret)
+                                       job.request.trials.seed, job.secret, self._unwanted)
 
     def result(self) -> tuple[list[list[Any]], list[Path]]:
         return self._made.result()
 
     def close(self) -> None:
-        """Waits for the sets still being written, so the job's dir is not removed under them."""
+        """Begins no further set (an evaluation that ended before timing, an incorrect one say, wants none) and
+        waits for the one being written, so the job's dir is not removed under it."""
+        self._unwanted.set()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
