@@ -25,7 +25,10 @@ the builds where the change leaves their cache keys alone):
 - submit-to-verdict latency p50/p95 (each evaluation's finished_at - created_at);
 - device seconds per verdict: the stages the run child holds the device (load + correctness + timing +
   compiled_baseline, from each result's stage_seconds), and the busy fraction: their sum / (wall x devices);
-- every stage's median and total seconds, the verdict counts by code, and the checks the results record.
+- every stage's median and total seconds, the verdict counts by code, and the checks the results record;
+- where the judges' time (wall x devices) goes, per verdict: the device stages, the other stages, the rest of
+  each job (from its claim to its recorded result, outside every stage) and the time between jobs (claiming
+  the next, or none built yet: with builds in the stream, the device waits for them there).
 Then KernelBench's in-process protocol (bench/kernelbench_inprocess.py) on the same correct kernels, built
 beforehand, for the ratio of device time per verdict. Prints numbers; asserts nothing. Settings for the server
 are KERNELGRADE_* variables (--env), e.g. --env KERNELGRADE_TIMING_PROFILE=fast.
