@@ -27,8 +27,9 @@ the builds where the change leaves their cache keys alone):
   compiled_baseline, from each result's stage_seconds), and the busy fraction: their sum / (wall x devices);
 - every stage's median and total seconds, the verdict counts by code, and the checks the results record;
 - where the judges' time (wall x devices) goes, per verdict: the device stages, the other stages, the rest of
-  each job (from its claim to its recorded result, outside every stage) and the time between jobs (claiming
-  the next, or none built yet: with builds in the stream, the device waits for them there).
+  each job (from its claim to its recorded result, outside every stage: in evaluate() between its stages, and
+  in the judge around it) and the time between jobs (claiming the next, or none built yet: with builds in
+  the stream, the device waits for them there).
 Then KernelBench's in-process protocol (bench/kernelbench_inprocess.py) on the same correct kernels, built
 beforehand, for the ratio of device time per verdict. Prints numbers; asserts nothing. Settings for the server
 are KERNELGRADE_* variables (--env), e.g. --env KERNELGRADE_TIMING_PROFILE=fast.

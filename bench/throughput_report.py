@@ -116,15 +116,29 @@ def summarize(config: Config, graded: list[Graded], devices: int, build_pass_s: 
         verdicts=_counted(_verdict_name(g) for g in graded), mismatches=mismatches(graded), checks=checks(graded))
 
 
+# judge_time()'s parts, in the order they print; a run has either the rest of each job whole or split in two.
+DEVICE, OTHER, REST, IN_EVALUATE, AROUND, BETWEEN = (
+    "device stages", "other stages", "in a job, outside any stage", "in evaluate(), between stages",
+    "in the judge, around evaluate()", "between jobs (claim; none ready)")
+JUDGE_TIME_ORDER = (DEVICE, OTHER, REST, IN_EVALUATE, AROUND, BETWEEN)
+
+
 def judge_time(graded: list[Graded], judge_s: float) -> list[Share]:
     """Where the judges' time goes. A stage's parts are labelled "stage:part", so the labels without a colon
-    cover a job's staged time once; the rest of a job (claim to finish) is the result's recording and what no
-    stage times; outside any job a judge claims the next one or has nothing ready to claim (builds running)."""
+    cover a job's staged time once. The rest of a job (claim to recorded result) lies in evaluate() between its
+    stages, or in the judge around it (the claim's tail, the request, the result's recording); results that
+    give evaluate()'s own wall time tell the two apart. Outside any job a judge claims the next one or has
+    nothing ready to claim (builds running)."""
     device = sum(device_seconds(g) for g in graded)
     staged = sum(s for g in graded for label, s in g.stages if ":" not in label)
     in_jobs = sum(g.finished_s - g.started_s for g in graded)
-    parts = [("device stages", device), ("other stages", staged - device), ("in a job, outside any stage",
-             in_jobs - staged), ("between jobs (claim; none ready)", judge_s - in_jobs)]
+    parts = [(DEVICE, device), (OTHER, staged - device)]
+    walls = [g.wall_s for g in graded if g.wall_s is not None]
+    if len(walls) == len(graded):
+        parts += [(IN_EVALUATE, sum(walls) - staged), (AROUND, in_jobs - sum(walls))]
+    else:
+        parts.append((REST, in_jobs - staged))
+    parts.append((BETWEEN, judge_s - in_jobs))
     return [Share(label, seconds / len(graded), seconds / judge_s) for label, seconds in parts]
 
 
@@ -227,10 +241,11 @@ def _print_stages(runs: list[RunReport]) -> None:
 
 def _print_judge_time(runs: list[RunReport]) -> None:
     print(f"\n{'judge time per verdict: s / fraction':<{NAME_W}}" + "".join(f"{r.label:>{COL_W}}" for r in runs))
-    for index, share in enumerate(runs[0].judge_time):
-        cells = [r.judge_time[index] for r in runs]
-        print(f"{share.label:<{NAME_W}}" + "".join(f"{f'{c.s_per_verdict:.2f} / {c.fraction:.3f}':>{COL_W}}"
-                                                   for c in cells))
+    present = {share.label for r in runs for share in r.judge_time}
+    for label in (label for label in JUDGE_TIME_ORDER if label in present):
+        cells = [next((c for c in r.judge_time if c.label == label), None) for r in runs]
+        print(f"{label:<{NAME_W}}" + "".join(
+            f"{'-' if c is None else f'{c.s_per_verdict:.2f} / {c.fraction:.3f}':>{COL_W}}" for c in cells))
 
 
 def _print_cases(runs: list[RunReport]) -> None:

@@ -51,6 +51,7 @@ class Graded:
     started_s: float
     finished_s: float
     stages: tuple[tuple[str, float], ...]  # the result's stage_seconds, in order
+    wall_s: float | None  # the evaluation's own wall time (evaluate(), start to result); None from older servers
     checks: tuple[tuple[str, str], ...]  # (check, what the result records for it)
 
 
@@ -173,6 +174,7 @@ def graded(submission: Submission, body: dict[str, Any]) -> Graded:
                   created_s=_epoch(evaluation["created_at"]), started_s=_epoch(evaluation["started_at"]),
                   finished_s=_epoch(evaluation["finished_at"]),
                   stages=tuple((str(label), float(s)) for label, s in result.get("stage_seconds", [])),
+                  wall_s=float(result["wall_s"]) if result.get("wall_s") else None,
                   checks=_checks(evaluation, result))
 
 

@@ -44,6 +44,7 @@ def test_secret_trials_stay_secret_without_a_deployment_secret(make_request: Req
     unset = evaluate(make_request(add_relu(), TORCH_SUBMISSION, measure_timing=False, trials=TrialPlan(secret="")),
                      SubprocessLauncher())
     assert unset.verdict is Verdict.CORRECT and unset.seed_secret.startswith("per-evaluation")
+    assert unset.wall_s >= unset.seconds > 0  # its own wall time covers its stages and what lies between them
     assert [t.secret for t in unset.trials] == [False] * 5 + [True] * 2
     deployed = evaluate(make_request(add_relu(), TORCH_SUBMISSION, measure_timing=False), SubprocessLauncher())
     assert deployed.seed_secret == "deployment"
@@ -51,5 +52,6 @@ def test_secret_trials_stay_secret_without_a_deployment_secret(make_request: Req
 
 def test_new_records_survive_json() -> None:
     result = EvalResult(Verdict.FLAGGED, "p", "h", "fp32",
-                        roofline=RooflineFloor(0.5, 0.5, 0.04, "H100 SXM", 1.5, "fp32"), seed_secret="deployment")
+                        roofline=RooflineFloor(0.5, 0.5, 0.04, "H100 SXM", 1.5, "fp32"), seed_secret="deployment",
+                        wall_s=2.5)
     assert EvalResult.from_json_dict(result.to_json_dict()) == result

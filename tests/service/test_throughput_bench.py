@@ -78,6 +78,8 @@ def _check_stages(run: dict[str, Any]) -> None:
     assert run["device_s_total"] == pytest.approx(device)
     assert run["device_s_per_correct"] is not None and run["device_s_per_correct"] > 0
     shares = {s["label"]: s for s in run["judge_time"]}
+    # This server's results give evaluate()'s own wall time, so the rest of a job is split in two.
+    assert {"in evaluate(), between stages", "in the judge, around evaluate()"} <= set(shares), shares
     assert shares["device stages"]["s_per_verdict"] == pytest.approx(device / 3)
     assert shares["device stages"]["fraction"] == pytest.approx(run["busy_fraction"])
     assert sum(s["fraction"] for s in shares.values()) == pytest.approx(1.0)

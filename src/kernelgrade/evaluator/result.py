@@ -176,6 +176,9 @@ class EvalResult:
     environment: Environment | None = None
     # Seconds per stage in the order they ran; "stage:part" labels break a stage down and are included in it.
     stage_seconds: tuple[tuple[str, float], ...] = ()
+    # The evaluation's wall time from its start to its result: the stages and what lies between them (0.0 in
+    # results stored before it was recorded).
+    wall_s: float = 0.0
     compile_cache_hit: bool = False
     compile_log: str = ""
     child_output: str = ""

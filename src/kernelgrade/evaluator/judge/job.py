@@ -36,6 +36,7 @@ class Job:
     stage: Stage = Stage.VALIDATE  # the stage a grader fault is charged to
     stage_seconds: list[tuple[str, float]] = field(default_factory=list)
     earlier_dirs: list[Path] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
 
     @classmethod
     def start(cls, request: EvalRequest, launcher: Launcher, progress: ProgressFn, warm: Warm) -> Job:
@@ -110,6 +111,11 @@ class Job:
 
     def add_seconds(self, label: str, started: float) -> None:
         self.stage_seconds.append((label, round(time.monotonic() - started, 4)))
+
+    @property
+    def wall_s(self) -> float:
+        """Seconds since the evaluation started."""
+        return round(time.monotonic() - self.started, 4)
 
     def check_device(self) -> None:
         """After a child ends (perhaps with a sticky CUDA error of its own), the judge's device must work."""

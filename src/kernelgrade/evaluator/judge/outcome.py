@@ -74,7 +74,7 @@ def build_result(job: Job, record: Record, verdict: Verdict, failure: Failure | 
         speedup=record.speedup() if timed else None,
         method=record.method, findings=tuple(record.findings),
         environment=environment.describe(job.device, job.launcher.level),
-        stage_seconds=tuple(job.stage_seconds),
+        stage_seconds=tuple(job.stage_seconds), wall_s=job.wall_s,
         compile_cache_hit=bool(compiled and compiled.cache_hit),
         compile_log=compiled.log[-8000:] if compiled else "",
         child_output=record.child_output[-8000:],
