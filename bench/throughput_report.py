@@ -71,7 +71,7 @@ class RunReport:
     busy_fraction: float  # device_s_total / (wall_s x devices)
     build_pass_s: float | None  # --prebuilt: the unmeasured pass that built everything
     stages: list[StageRow]
-    judge_time: list[Share]  # device stages, other stages, in a job outside any stage, between jobs
+    judge_time: list[Share]  # judge_time(): device stages, other stages, the rest of each job, between jobs
     by_case: list[StageRow]  # per base case: device seconds of its correct verdicts (the goals are per problem)
     verdicts: list[Count]
     mismatches: list[Mismatch]
