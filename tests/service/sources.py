@@ -18,6 +18,13 @@ class ModelNew(nn.Module):
 INCORRECT = CORRECT.replace("torch.clamp_min(a + b, 0.0)", "a + b")
 
 
+def slow_incorrect(seconds: float) -> str:
+    """INCORRECT, with each forward() sleeping first: its correctness stage lasts long enough for a client that
+    polls every second to see it, however fast the judge gets to it."""
+    sleep_then_add = f"        time.sleep({seconds})\n        return a + b"
+    return "import time\n" + INCORRECT.replace("        return a + b", sleep_then_add)
+
+
 def slow_correct(calls_log: str, seconds: float) -> str:
     """Correct, but each forward() sleeps and appends its process id to `calls_log`."""
     return f"""import os

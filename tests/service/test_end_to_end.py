@@ -14,12 +14,14 @@ import httpx
 import pytest
 
 from tests.service.servers import ServeProcess, wait_until
-from tests.service.sources import CORRECT, INCORRECT, slow_correct
+from tests.service.sources import CORRECT, slow_correct, slow_incorrect
 from tests.storage.databases import BACKENDS, fresh_database_url
 
 CASES = Path(__file__).parents[1] / "cases"
 # A pure-Python submission is graded in about 15 s on a 2-core machine; a C++ build takes about 35 s more.
 GRADE_S = 180.0
+# Over twice the CLI's poll interval (1 s), so that a poll lands inside the stage whatever the request latency.
+CORRECTNESS_STAGE_S = 2.5
 SETTINGS = {"KERNELGRADE_TIMING_PROFILE": "fast", "KERNELGRADE_LEASE_SECONDS": "6", "KERNELGRADE_POLL_SECONDS": "0.5",
             "KERNELGRADE_COMPILE_JOBS": "2", "KERNELGRADE_SEED_SECRET": "e2e", "KERNELGRADE_MAX_ATTEMPTS": "3"}
 
@@ -68,15 +70,15 @@ def test_grading_over_http_to_the_leaderboard(served: ServeProcess) -> None:
     suite = httpx.get(served.url + "/v1/leaderboards", params={"suite": "cpu"}).json()["entries"]
     assert suite[0]["model"] == "e2e-model" and suite[0]["solved_problems"] == 1
 
-    failing = tmp_file(served, "incorrect.py", INCORRECT)
+    # Its first trial's forward() takes longer than `submit --wait` polls apart, so the CLI must show that stage:
+    # the stages before it can come and go between two polls (a warm judge loads a Python submission at once).
+    failing = tmp_file(served, "incorrect.py", slow_incorrect(CORRECTNESS_STAGE_S))
     cli = subprocess.run([str(Path(sys.executable).parent / "kernelgrade"), "submit", str(failing), "--problem",
                           "add_relu", "--server", served.url, "--wait", "--model", "bad"],
                          capture_output=True, text=True, timeout=GRADE_S, env=served.env, check=False)
     assert cli.returncode == 1, cli.stdout + cli.stderr
     assert "verdict     INCORRECT" in cli.stdout and "[correctness/" in cli.stdout
-    # Progress is shown while the job waits; a warm judge can load it and fail its first trial between two
-    # polls, so which running stage shows up is not fixed.
-    assert "[queued] waiting for a judge" in cli.stderr and "[compile]" in cli.stderr
+    assert "[queued] waiting for a judge" in cli.stderr and "[correctness] checking correctness" in cli.stderr
     board = httpx.get(served.url + "/v1/leaderboards/add_relu").json()["entries"]
     assert [e["model"] for e in board] == ["e2e-model"]
     shapes = httpx.get(served.url + "/v1/problems/add_relu").json()["input_shapes"]
