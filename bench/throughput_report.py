@@ -6,7 +6,7 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kernelbench_inprocess import InProcess
 from throughput_service import Config, Graded
@@ -55,6 +55,15 @@ class Mismatch:
 
 
 @dataclass(frozen=True)
+class CaseParts:
+    """A case's correct verdicts, the median seconds of each part of their device stages ("timing:reference",
+    or a device stage that records no parts, like load)."""
+
+    case: str
+    parts: list[StageRow]
+
+
+@dataclass(frozen=True)
 class RunReport:
     label: str
     settings: dict[str, str]
@@ -73,6 +82,7 @@ class RunReport:
     stages: list[StageRow]
     judge_time: list[Share]  # judge_time(): device stages, other stages, the rest of each job, between jobs
     by_case: list[StageRow]  # per base case: device seconds of its correct verdicts (the goals are per problem)
+    case_parts: list[CaseParts]  # per base case: where those device seconds go
     verdicts: list[Count]
     mismatches: list[Mismatch]
     checks: list[Check]
@@ -112,7 +122,7 @@ def summarize(config: Config, graded: list[Graded], devices: int, build_pass_s: 
         device_s_total=sum(device), device_s_per_verdict=statistics.fmean(device),
         device_s_per_correct=statistics.fmean(correct) if correct else None,
         busy_fraction=sum(device) / (wall * devices), build_pass_s=build_pass_s, stages=stage_rows(graded),
-        judge_time=judge_time(graded, wall * devices), by_case=case_rows(graded),
+        judge_time=judge_time(graded, wall * devices), by_case=case_rows(graded), case_parts=case_parts(graded),
         verdicts=_counted(_verdict_name(g) for g in graded), mismatches=mismatches(graded), checks=checks(graded))
 
 
@@ -160,6 +170,22 @@ def case_rows(graded: list[Graded]) -> list[StageRow]:
         if g.verdict == "correct":
             per_case.setdefault(g.case, []).append(device_seconds(g))
     return [_row(case, v) for case, v in sorted(per_case.items())]
+
+
+def case_parts(graded: list[Graded]) -> list[CaseParts]:
+    per_case: dict[str, list[Graded]] = {}
+    for g in graded:
+        if g.verdict == "correct":
+            per_case.setdefault(g.case, []).append(g)
+    return [CaseParts(case, stage_rows([replace(g, stages=device_parts(g)) for g in mine]))
+            for case, mine in sorted(per_case.items())]
+
+
+def device_parts(graded: Graded) -> tuple[tuple[str, float], ...]:
+    """The parts of its device stages; a device stage without parts stands for itself."""
+    parted = {label.split(":")[0] for label, _ in graded.stages if ":" in label}
+    return tuple((label, s) for label, s in graded.stages if label.split(":")[0] in DEVICE_STAGES
+                 and (":" in label or label not in parted))
 
 
 def _row(label: str, seconds: list[float]) -> StageRow:
@@ -216,6 +242,7 @@ def print_runs(runs: list[RunReport]) -> None:
     _print_stages(runs)
     _print_judge_time(runs)
     _print_cases(runs)
+    _print_case_parts(runs)
     _print_verdicts(runs)
     _print_checks(runs)
 
@@ -254,6 +281,18 @@ def _print_cases(runs: list[RunReport]) -> None:
         rows = [next((s for s in r.by_case if s.label == case), None) for r in runs]
         print(f"{case:<{NAME_W}}" + "".join(
             f"{'-' if s is None else f'{s.evaluations} / {s.median_s:.2f}':>{COL_W}}" for s in rows))
+
+
+# Parts under this median are left out of the per-case lines, which would otherwise list every sub-step.
+SHOWN_PART_S = 0.02
+
+
+def _print_case_parts(runs: list[RunReport]) -> None:
+    for r in runs:
+        print(f"\ncorrect verdicts, median device s by part ({r.label})")
+        for case in r.case_parts:
+            parts = ", ".join(f"{p.label} {p.median_s:.2f}" for p in case.parts if p.median_s >= SHOWN_PART_S)
+            print(f"  {case.case}: {parts}")
 
 
 def _print_verdicts(runs: list[RunReport]) -> None:

@@ -85,3 +85,14 @@ def _check_stages(run: dict[str, Any]) -> None:
     assert sum(s["fraction"] for s in shares.values()) == pytest.approx(1.0)
     # Jobs are timed by the server's wall clock and stages by a monotonic one: a few ms either way.
     assert all(s["s_per_verdict"] > -0.05 for s in shares.values()), shares
+    _check_case_parts(run)
+
+
+def _check_case_parts(run: dict[str, Any]) -> None:
+    """The one correct verdict's device seconds, part by part: the parts lie inside its device stages."""
+    [case] = run["case_parts"]
+    parts = {p["label"]: p["median_s"] for p in case["parts"]}
+    assert case["case"] == "cpu_correct" and {"load", "correctness:call", "timing:candidate"} <= set(parts), parts
+    assert not {"correctness", "timing", "compile", "child_start"} & set(parts), parts
+    [device] = [row["median_s"] for row in run["by_case"] if row["label"] == "cpu_correct"]
+    assert 0 < sum(parts.values()) <= device + 1e-6
