@@ -2,31 +2,38 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from kernelgrade.evaluator import DeviceKind, precompile
 from kernelgrade.evaluator.judge import host_lock
 from kernelgrade.evaluator.judge.host_lock import HostLock
 from kernelgrade.evaluator.judge.run_children import ChildKind, RunChildren
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, SubprocessLauncher
+from kernelgrade.problems import find_builtin
+from tests.conftest import RequestFactory
+from tests.service.sources import CORRECT as ADD_RELU
 
 CPU = ChildKind(None, "cpu", ())
 HOLD_S = 1.0
 
 
 @contextmanager
-def held_elsewhere(path: Path) -> Iterator[None]:
-    """Another process holds the lock until the block ends."""
+def held_elsewhere(path: Path, mode: str = "LOCK_EX") -> Iterator[None]:
+    """Another process holds the lock until the block ends: alone as a measurement does (LOCK_EX), or shared
+    as a build does (LOCK_SH)."""
     code = ("import fcntl, os, sys\n"
             f"fd = os.open({str(path)!r}, os.O_RDONLY | os.O_CREAT, 0o666)\n"
-            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+            f"fcntl.flock(fd, fcntl.{mode})\n"
             "print('held', flush=True)\n"
             "sys.stdin.read()\n")
     holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -40,12 +47,12 @@ def held_elsewhere(path: Path) -> Iterator[None]:
         holder.stdout.close()
 
 
-def released_later(path: Path) -> tuple[threading.Thread, list[float]]:
+def released_later(path: Path, mode: str = "LOCK_EX") -> tuple[threading.Thread, list[float]]:
     """Holds the lock in another process for HOLD_S from now; the list gets the time it let go."""
     ready, released = threading.Event(), []
 
     def hold() -> None:
-        with held_elsewhere(path):
+        with held_elsewhere(path, mode):
             ready.set()
             time.sleep(HOLD_S)
             released.append(time.monotonic())
@@ -54,6 +61,18 @@ def released_later(path: Path) -> tuple[threading.Thread, list[float]]:
     thread.start()
     assert ready.wait(10)
     return thread, released
+
+
+class CountingLauncher(SubprocessLauncher):
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = 0
+        self.first_at = math.inf  # when the first child was started (time.monotonic())
+
+    def popen(self, spec: ChildSpec) -> subprocess.Popen[bytes]:
+        self.started += 1
+        self.first_at = min(self.first_at, time.monotonic())
+        return super().popen(spec)
 
 
 def test_the_lock_waits_for_another_process_to_let_go(tmp_path: Path) -> None:
@@ -75,6 +94,65 @@ def test_a_holder_that_never_lets_go_stops_nobody_for_long(tmp_path: Path, monke
     assert 0.2 <= waited < HOLD_S
 
 
+def test_builds_hold_the_lock_together_and_a_measurement_waits_for_them(tmp_path: Path) -> None:
+    path = tmp_path / "host.lock"
+    with held_elsewhere(path, "LOCK_SH"):
+        started = time.monotonic()
+        with HostLock(path).shared():
+            assert time.monotonic() - started < HOLD_S / 2
+    thread, released = released_later(path, "LOCK_SH")
+    with HostLock(path).held():
+        taken = time.monotonic()
+    thread.join()
+    assert taken >= released[0] - 0.05
+
+
+def test_a_build_waits_for_a_measurement(tmp_path: Path) -> None:
+    path = tmp_path / "host.lock"
+    thread, released = released_later(path)
+    with HostLock(path).shared():
+        taken = time.monotonic()
+    thread.join()
+    assert taken >= released[0] - 0.05
+
+
+def test_a_waiting_measurement_keeps_new_builds_out(tmp_path: Path) -> None:
+    """Builds that overlap one another would otherwise hold the lock shared for as long as builds keep coming."""
+    path = tmp_path / "host.lock"
+    events: list[tuple[str, float]] = []
+
+    def measure() -> None:
+        with HostLock(path).held():
+            events.append(("measured", time.monotonic()))
+            time.sleep(0.3)
+            events.append(("measurement done", time.monotonic()))
+
+    thread, released = released_later(path, "LOCK_SH")  # a build already running
+    measurement = threading.Thread(target=measure)
+    measurement.start()
+    time.sleep(HOLD_S / 4)  # the measurement now waits in the gate
+    with HostLock(path).shared():  # the next build
+        events.append(("built", time.monotonic()))
+    measurement.join()
+    thread.join()
+    assert [name for name, _ in events] == ["measured", "measurement done", "built"]
+    assert events[0][1] >= released[0] - 0.05
+
+
+def test_a_build_does_not_start_while_a_judge_of_the_host_measures(tmp_path: Path,
+                                                                   make_request: RequestFactory) -> None:
+    path = tmp_path / "host.lock"
+    # A source of its own, so that the compile cache the session shares cannot already hold its build.
+    source = f"# {tmp_path}\n" + ADD_RELU
+    request = make_request(replace(find_builtin("add_relu").spec(), device=DeviceKind.CPU), source)
+    launcher = CountingLauncher()
+    thread, released = released_later(path)
+    outcome = precompile(request, launcher, host_lock=path)
+    thread.join()
+    assert outcome.failure is None and not outcome.cache_hit
+    assert launcher.started == 1 and launcher.first_at >= released[0] - 0.05
+
+
 def test_only_cpu_measurements_take_the_host_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(host_lock, "WAIT_S", 5.0)  # a quiet() that waited would fail here, not hang
     path = tmp_path / "host.lock"
@@ -88,16 +166,6 @@ def test_only_cpu_measurements_take_the_host_lock(tmp_path: Path, monkeypatch: p
         taken = time.monotonic()
     thread.join()
     assert taken >= released[0] - 0.05
-
-
-class CountingLauncher(SubprocessLauncher):
-    def __init__(self) -> None:
-        super().__init__()
-        self.started = 0
-
-    def popen(self, spec: ChildSpec) -> subprocess.Popen[bytes]:
-        self.started += 1
-        return super().popen(spec)
 
 
 def test_a_cpu_spare_starts_only_while_no_judge_of_the_host_measures(tmp_path: Path) -> None:

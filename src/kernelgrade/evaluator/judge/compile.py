@@ -21,7 +21,7 @@ import json
 import math
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ import torch
 from kernelgrade.evaluator.child.prebuilt import Prebuilt
 from kernelgrade.evaluator.judge import header_pch
 from kernelgrade.evaluator.judge.compiler_output import first_errors
+from kernelgrade.evaluator.judge.host_lock import HostLock
 from kernelgrade.evaluator.result import Failure, Stage
 from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
 from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
@@ -79,14 +80,17 @@ def arch_env(target: BuildTarget) -> dict[str, str]:
 
 
 def compile_submission(source: str, submission_path: Path, init_inputs_path: Path, seed: int,
-                       target: BuildTarget, cache_dir: Path, work_dir: Path, launcher: Launcher) -> CompileOutcome:
+                       target: BuildTarget, cache_dir: Path, work_dir: Path, launcher: Launcher,
+                       host_lock: HostLock | None = None) -> CompileOutcome:
+    """`host_lock`: held shared while building, so that no CPU measurement on the host runs beside the build."""
     entry = cache_dir / "builds" / cache_key(source, target)
     entry.mkdir(parents=True, exist_ok=True)
     with _locked(entry / "lock"):
         cached = _read_status(entry)
         if cached is not None:
             return _outcome(entry, cached, cache_hit=True)
-        status = _build(submission_path, init_inputs_path, seed, target, entry, work_dir, launcher)
+        with host_lock.shared() if host_lock is not None else nullcontext():
+            status = _build(submission_path, init_inputs_path, seed, target, entry, work_dir, launcher)
         if status.get("cacheable"):
             _write_status(entry, status)
         return _outcome(entry, status, cache_hit=False)

@@ -2,8 +2,11 @@
 
 A judge's own quiet lock (run_children.py) keeps its spares from starting while it times a CPU problem, but
 judges in other processes on the same host (`kernelgrade worker` started twice, say) never see it: one's run
-child starting (seconds of importing torch, on whatever core it gets) runs beside the other's timed reps.
-This lock is an flock on a file that all of them open, so the kernel lets it go with a process that dies
+child starting (seconds of importing torch, on whatever core it gets) runs beside the other's timed reps. So
+does a build: a pool's compile-ahead starts none while one of its judges times a CPU problem, but a build
+already running went on through the measurement (a C++ build takes both cores of a 2-core host for 20 s), as
+did another judge's own compile stage. Measurements hold the lock alone; builds and CPU children's starts hold
+it shared. It is an flock on a file that all of them open, so the kernel lets it go with a process that dies
 holding it.
 """
 
@@ -20,35 +23,63 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 # The longest a holder keeps it: a whole CPU timing stage at its limits (the reference twice and the candidate
-# up to three times, 120 s each; a torch.compile baseline that compiles for minutes can hold it longer, and is
-# rare). Past that the holder is taken to be stuck and the waiter goes on without the lock: a lock between
-# processes must never stop grading.
+# up to three times, 120 s each), or a build at its limit (Limits.compile_s, 300 s, a third more for a lean CUDA
+# build); a torch.compile baseline that compiles for minutes can hold it longer, and is rare. Past that the
+# holder is taken to be stuck and the waiter goes on without the lock: a lock between processes must never
+# stop grading.
 WAIT_S = 600.0
 # How often a waiter tries again; flock has no timed wait. A few tries per typical CPU timing phase.
 POLL_S = 0.02
 
 
 class HostLock:
+    """A measurement holds it alone (held()); what would compete with one, a build or a CPU run child's start,
+    holds it shared with the others of its kind (shared()). A measurement waiting for it keeps newcomers out
+    meanwhile: both kinds pass a gate file first, and the measurement stays in the gate until it has the lock,
+    so builds that overlap one another cannot hold it off."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.gate = path.with_name(path.name + ".gate")
 
     @contextmanager
     def held(self) -> Iterator[None]:
-        """Holds the lock (waiting for it), or goes on without it after WAIT_S."""
-        fd = os.open(self.path, os.O_RDONLY | os.O_CREAT, 0o666)
+        """Holds the lock alone (waiting for every holder), or goes on without it after WAIT_S."""
+        with self._taken(fcntl.LOCK_EX, "measuring"):
+            yield
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        """Holds the lock beside other shared holders (waiting for a measurement), or goes on without it after
+        WAIT_S."""
+        with self._taken(fcntl.LOCK_SH, "going on"):
+            yield
+
+    @contextmanager
+    def _taken(self, mode: int, without: str) -> Iterator[None]:
+        deadline = time.monotonic() + WAIT_S
+        fd = _open(self.path)
         try:
-            if not _take(fd):
-                log.warning("the host lock %s was held for over %.0f s; measuring without it", self.path, WAIT_S)
+            gate = _open(self.gate)
+            try:
+                taken = _take(gate, fcntl.LOCK_EX, deadline) and _take(fd, mode, deadline)
+            finally:
+                os.close(gate)  # lets the next one through the gate
+            if not taken:
+                log.warning("the host lock %s was held for over %.0f s; %s without it", self.path, WAIT_S, without)
             yield
         finally:
             os.close(fd)  # releases the lock with the descriptor
 
 
-def _take(fd: int) -> bool:
-    deadline = time.monotonic() + WAIT_S
+def _open(path: Path) -> int:
+    return os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)
+
+
+def _take(fd: int, mode: int, deadline: float) -> bool:
     while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
             return True
         except BlockingIOError:
             if time.monotonic() >= deadline:

@@ -24,6 +24,7 @@ from kernelgrade.evaluator.judge import compiled_baseline, environment
 from kernelgrade.evaluator.judge.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
 from kernelgrade.evaluator.judge.compiled_baseline import BaselineJob
 from kernelgrade.evaluator.judge.correctness import check_correctness
+from kernelgrade.evaluator.judge.host_lock import HostLock
 from kernelgrade.evaluator.judge.job import Job, SubmissionFiles, on_device
 from kernelgrade.evaluator.judge.load import load_model
 from kernelgrade.evaluator.judge.outcome import Verdicted, build_result, completed, ended_early, grader_error
@@ -110,7 +111,7 @@ def _compile(job: Job, record: Record, files: SubmissionFiles, target: BuildTarg
     with job.in_stage(Stage.COMPILE, "compiling"):
         record.compiled = compile_submission(request.submission, files.submission, files.init_inputs,
                                              request.trials.seed, target, request.cache_dir, job.work_dir,
-                                             job.launcher)
+                                             job.launcher, job.warm.children.host_lock)
     if record.compiled.failure:
         raise Verdicted(record.compiled.failure)
     return record.compiled
@@ -170,16 +171,19 @@ def _compiled_baseline(job: Job, record: Record, reference: Reference, init_inpu
     job.check_device()
 
 
-def precompile(request: EvalRequest, launcher: Launcher | None = None) -> CompileOutcome:
+def precompile(request: EvalRequest, launcher: Launcher | None = None, host_lock: Path | None = None) -> CompileOutcome:
     """Run only the compile stage, filling the cache, so that a later evaluate() of the same source skips
-    it. Lets a worker pool compile queued jobs while the device grades others. No GPU is needed."""
+    it. Lets a worker pool compile queued jobs while the device grades others. No GPU is needed. `host_lock`:
+    the file of the lock the host's judges hold around CPU measurements (host_lock.py); the build waits for
+    one, and holds off the next until it is done."""
     request.work_root.mkdir(parents=True, exist_ok=True)
     work_dir = Path(tempfile.mkdtemp(prefix="compile-", dir=request.work_root))
     try:
         module = load_problem_module(request.problem.source, request.problem.name)
         files = SubmissionFiles.write(work_dir, request.submission, list(module.get_init_inputs()))
         return compile_submission(request.submission, files.submission, files.init_inputs, request.trials.seed,
-                                  build_target(request), request.cache_dir, work_dir, launcher or SubprocessLauncher())
+                                  build_target(request), request.cache_dir, work_dir, launcher or SubprocessLauncher(),
+                                  HostLock(host_lock) if host_lock is not None else None)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
 

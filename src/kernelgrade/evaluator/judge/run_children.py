@@ -49,8 +49,9 @@ class ChildKind:
 class RunChildren:
     def __init__(self, launcher: Launcher, work_root: Path, spares: int = 0, hidden: tuple[Path, ...] = (),
                  host_lock: HostLock | None = None) -> None:
-        """`host_lock`: also held, beside this judge's own quiet lock, around CPU measurements and CPU spares'
-        starts, so that judges in other processes on the host keep out of them too (host_lock.py)."""
+        """`host_lock`: also held, beside this judge's own quiet lock, around CPU measurements (alone) and CPU
+        spares' starts (shared), so that judges in other processes on the host keep out of them too
+        (host_lock.py)."""
         self.launcher, self.work_root, self.spares, self.hidden = launcher, work_root, spares, hidden
         self.host_lock = host_lock
         self._ready: dict[ChildKind, list[RunSession]] = {}
@@ -123,7 +124,7 @@ class RunChildren:
 
     def _start_spare(self, kind: ChildKind) -> RunSession:
         if kind.gpu_index is None:  # on the CPU the whole start competes with a measurement
-            with self.quiet(cpu=True):
+            with self._quiet, self.host_lock.shared() if self.host_lock else nullcontext():
                 return self._start(kind)
         return self._start(kind, before_device=self._quiet)
 

@@ -99,7 +99,7 @@ class CompileAhead:
             # Built for GPU 0's architecture: a host's GPUs are normally one model; on a mixed host a judge
             # on another architecture just misses the cache and builds it itself.
             request = self.builder.build(problem_spec(job.problem), job.source, 0)
-            outcome = precompile(request, self.launcher)
+            outcome = precompile(request, self.launcher, self.settings.host_lock)
         except Exception:  # the judge will compile (and report) it itself
             log.warning("compile-ahead of evaluation %d failed", job.evaluation_id, exc_info=True)
             return
