@@ -55,6 +55,18 @@ class Mismatch:
 
 
 @dataclass(frozen=True)
+class Spread:
+    """The speedups of one case's correct verdicts: its variants differ by a comment, so a wide spread is the
+    measurement's own noise (a host busy beside the timing, say)."""
+
+    case: str
+    n: int
+    median: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
 class CaseParts:
     """A case's correct verdicts, the median seconds of each part of their device stages ("timing:reference",
     or a device stage that records no parts, like load)."""
@@ -82,6 +94,7 @@ class RunReport:
     stages: list[StageRow]
     judge_time: list[Share]  # judge_time(): device stages, other stages, the rest of each job, between jobs
     by_case: list[StageRow]  # per base case: device seconds of its correct verdicts (the goals are per problem)
+    speedups: list[Spread]  # per base case: its correct verdicts' speedups (the variants are one kernel)
     case_parts: list[CaseParts]  # per base case: where those device seconds go
     verdicts: list[Count]
     mismatches: list[Mismatch]
@@ -122,7 +135,8 @@ def summarize(config: Config, graded: list[Graded], devices: int, build_pass_s: 
         device_s_total=sum(device), device_s_per_verdict=statistics.fmean(device),
         device_s_per_correct=statistics.fmean(correct) if correct else None,
         busy_fraction=sum(device) / (wall * devices), build_pass_s=build_pass_s, stages=stage_rows(graded),
-        judge_time=judge_time(graded, wall * devices), by_case=case_rows(graded), case_parts=case_parts(graded),
+        judge_time=judge_time(graded, wall * devices), by_case=case_rows(graded), speedups=spreads(graded),
+        case_parts=case_parts(graded),
         verdicts=_counted(_verdict_name(g) for g in graded), mismatches=mismatches(graded), checks=checks(graded))
 
 
@@ -170,6 +184,14 @@ def case_rows(graded: list[Graded]) -> list[StageRow]:
         if g.verdict == "correct":
             per_case.setdefault(g.case, []).append(device_seconds(g))
     return [_row(case, v) for case, v in sorted(per_case.items())]
+
+
+def spreads(graded: list[Graded]) -> list[Spread]:
+    per_case: dict[str, list[float]] = {}
+    for g in graded:
+        if g.verdict == "correct" and g.speedup is not None:
+            per_case.setdefault(g.case, []).append(g.speedup)
+    return [Spread(case, len(v), statistics.median(v), min(v), max(v)) for case, v in sorted(per_case.items())]
 
 
 def case_parts(graded: list[Graded]) -> list[CaseParts]:
@@ -281,6 +303,11 @@ def _print_cases(runs: list[RunReport]) -> None:
         rows = [next((s for s in r.by_case if s.label == case), None) for r in runs]
         print(f"{case:<{NAME_W}}" + "".join(
             f"{'-' if s is None else f'{s.evaluations} / {s.median_s:.2f}':>{COL_W}}" for s in rows))
+    print(f"{'  speedup: median (lowest-highest)':<{NAME_W}}")
+    for case in dict.fromkeys(s.case for r in runs for s in r.speedups):
+        spreads = [next((s for s in r.speedups if s.case == case), None) for r in runs]
+        print(f"{'  ' + case:<{NAME_W}}" + "".join(
+            f"{'-' if s is None else f'{s.median:.2f} ({s.low:.2f}-{s.high:.2f})':>{COL_W}}" for s in spreads))
 
 
 # Parts under this median are left out of the per-case lines, which would otherwise list every sub-step.

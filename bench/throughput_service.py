@@ -52,6 +52,7 @@ class Graded:
     finished_s: float
     stages: tuple[tuple[str, float], ...]  # the result's stage_seconds, in order
     wall_s: float | None  # the evaluation's own wall time (evaluate(), start to result); None from older servers
+    speedup: float | None  # reference median / candidate median, where it was timed
     checks: tuple[tuple[str, str], ...]  # (check, what the result records for it)
 
 
@@ -175,6 +176,7 @@ def graded(submission: Submission, body: dict[str, Any]) -> Graded:
                   finished_s=_epoch(evaluation["finished_at"]),
                   stages=tuple((str(label), float(s)) for label, s in result.get("stage_seconds", [])),
                   wall_s=float(result["wall_s"]) if result.get("wall_s") else None,
+                  speedup=float(evaluation["speedup"]) if evaluation.get("speedup") else None,
                   checks=_checks(evaluation, result))
 
 

@@ -96,3 +96,6 @@ def _check_case_parts(run: dict[str, Any]) -> None:
     assert not {"correctness", "timing", "compile", "child_start"} & set(parts), parts
     [device] = [row["median_s"] for row in run["by_case"] if row["label"] == "cpu_correct"]
     assert 0 < sum(parts.values()) <= device + 1e-6
+    [spread] = run["speedups"]
+    assert spread["case"] == "cpu_correct" and spread["n"] == 1
+    assert 0 < spread["low"] == spread["median"] == spread["high"]
