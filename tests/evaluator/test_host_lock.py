@@ -153,6 +153,12 @@ def test_a_build_does_not_start_while_a_judge_of_the_host_measures(tmp_path: Pat
     assert launcher.started == 1 and launcher.first_at >= released[0] - 0.05
 
 
+def test_a_lock_file_that_cannot_be_opened_stops_nobody(tmp_path: Path) -> None:
+    lock = HostLock(tmp_path / "no such dir" / "host.lock")
+    with lock.shared(), lock.held():
+        pass
+
+
 def test_only_cpu_measurements_take_the_host_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(host_lock, "WAIT_S", 5.0)  # a quiet() that waited would fail here, not hang
     path = tmp_path / "host.lock"

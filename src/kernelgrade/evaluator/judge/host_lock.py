@@ -57,19 +57,31 @@ class HostLock:
 
     @contextmanager
     def _taken(self, mode: int, without: str) -> Iterator[None]:
-        deadline = time.monotonic() + WAIT_S
-        fd = _open(self.path)
         try:
-            gate = _open(self.gate)
-            try:
-                taken = _take(gate, fcntl.LOCK_EX, deadline) and _take(fd, mode, deadline)
-            finally:
-                os.close(gate)  # lets the next one through the gate
-            if not taken:
+            fd: int | None = _open(self.path)
+        except OSError as exc:  # an unusable lock path must not stop grading either
+            log.warning("could not open the host lock %s (%s); %s without it", self.path, exc, without)
+            fd = None
+        if fd is None:
+            yield
+            return
+        try:
+            if not self._through_gate(fd, mode):
                 log.warning("the host lock %s was held for over %.0f s; %s without it", self.path, WAIT_S, without)
             yield
         finally:
             os.close(fd)  # releases the lock with the descriptor
+
+    def _through_gate(self, fd: int, mode: int) -> bool:
+        deadline = time.monotonic() + WAIT_S
+        try:
+            gate = _open(self.gate)
+        except OSError:  # a lock file made by hand where no gate can be: no fairness, but the lock still
+            return _take(fd, mode, deadline)
+        try:
+            return _take(gate, fcntl.LOCK_EX, deadline) and _take(fd, mode, deadline)
+        finally:
+            os.close(gate)  # lets the next one through the gate
 
 
 def _open(path: Path) -> int:
