@@ -7,8 +7,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -63,6 +63,15 @@ def released_later(path: Path, mode: str = "LOCK_EX") -> tuple[threading.Thread,
     return thread, released
 
 
+def waits_for_release(path: Path, mode: str, take: Callable[[], AbstractContextManager[object]]) -> None:
+    """What `take()` enters while another process holds the lock (`mode`) is entered once that one lets go."""
+    thread, released = released_later(path, mode)
+    with take():
+        taken = time.monotonic()
+    thread.join()
+    assert released and taken >= released[0] - 0.05
+
+
 class CountingLauncher(SubprocessLauncher):
     def __init__(self) -> None:
         super().__init__()
@@ -77,11 +86,7 @@ class CountingLauncher(SubprocessLauncher):
 
 def test_the_lock_waits_for_another_process_to_let_go(tmp_path: Path) -> None:
     path = tmp_path / "host.lock"
-    thread, released = released_later(path)
-    with HostLock(path).held():
-        taken = time.monotonic()
-    thread.join()
-    assert released and taken >= released[0] - 0.05
+    waits_for_release(path, "LOCK_EX", HostLock(path).held)
 
 
 def test_a_holder_that_never_lets_go_stops_nobody_for_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,20 +105,12 @@ def test_builds_hold_the_lock_together_and_a_measurement_waits_for_them(tmp_path
         started = time.monotonic()
         with HostLock(path).shared():
             assert time.monotonic() - started < HOLD_S / 2
-    thread, released = released_later(path, "LOCK_SH")
-    with HostLock(path).held():
-        taken = time.monotonic()
-    thread.join()
-    assert taken >= released[0] - 0.05
+    waits_for_release(path, "LOCK_SH", HostLock(path).held)
 
 
 def test_a_build_waits_for_a_measurement(tmp_path: Path) -> None:
     path = tmp_path / "host.lock"
-    thread, released = released_later(path)
-    with HostLock(path).shared():
-        taken = time.monotonic()
-    thread.join()
-    assert taken >= released[0] - 0.05
+    waits_for_release(path, "LOCK_EX", HostLock(path).shared)
 
 
 def test_a_waiting_measurement_keeps_new_builds_out(tmp_path: Path) -> None:
@@ -167,11 +164,7 @@ def test_only_cpu_measurements_take_the_host_lock(tmp_path: Path, monkeypatch: p
         started = time.monotonic()
         with children.quiet():  # a GPU measurement: other processes' CPU work does not reach the device
             assert time.monotonic() - started < HOLD_S / 2
-    thread, released = released_later(path)
-    with children.quiet(cpu=True):
-        taken = time.monotonic()
-    thread.join()
-    assert taken >= released[0] - 0.05
+    waits_for_release(path, "LOCK_EX", lambda: children.quiet(cpu=True))
 
 
 def test_a_cpu_spare_starts_only_while_no_judge_of_the_host_measures(tmp_path: Path) -> None:
