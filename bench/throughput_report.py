@@ -179,28 +179,26 @@ def stage_rows(graded: list[Graded]) -> list[StageRow]:
 
 
 def case_rows(graded: list[Graded]) -> list[StageRow]:
-    per_case: dict[str, list[float]] = {}
-    for g in graded:
-        if g.verdict == "correct":
-            per_case.setdefault(g.case, []).append(device_seconds(g))
-    return [_row(case, v) for case, v in sorted(per_case.items())]
+    return [_row(case, [device_seconds(g) for g in mine]) for case, mine in _correct_by_case(graded)]
 
 
 def spreads(graded: list[Graded]) -> list[Spread]:
-    per_case: dict[str, list[float]] = {}
-    for g in graded:
-        if g.verdict == "correct" and g.speedup is not None:
-            per_case.setdefault(g.case, []).append(g.speedup)
-    return [Spread(case, len(v), statistics.median(v), min(v), max(v)) for case, v in sorted(per_case.items())]
+    timed = [(case, [g.speedup for g in mine if g.speedup is not None]) for case, mine in _correct_by_case(graded)]
+    return [Spread(case, len(v), statistics.median(v), min(v), max(v)) for case, v in timed if v]
 
 
 def case_parts(graded: list[Graded]) -> list[CaseParts]:
+    return [CaseParts(case, stage_rows([replace(g, stages=device_parts(g)) for g in mine]))
+            for case, mine in _correct_by_case(graded)]
+
+
+def _correct_by_case(graded: list[Graded]) -> list[tuple[str, list[Graded]]]:
+    """The correct verdicts of each base case, cases in name order."""
     per_case: dict[str, list[Graded]] = {}
     for g in graded:
         if g.verdict == "correct":
             per_case.setdefault(g.case, []).append(g)
-    return [CaseParts(case, stage_rows([replace(g, stages=device_parts(g)) for g in mine]))
-            for case, mine in sorted(per_case.items())]
+    return sorted(per_case.items())
 
 
 def device_parts(graded: Graded) -> tuple[tuple[str, float], ...]:
