@@ -51,7 +51,7 @@ from kernelgrade.evaluator.child import lean_header
 from kernelgrade.evaluator.judge.compile import BuildTarget, arch_env
 from kernelgrade.evaluator.judge.pipeline import build_target
 from kernelgrade.evaluator.sandbox.levels import make_launcher
-from kernelgrade.service.worker.build_slots import plan_build_slots, read_host
+from kernelgrade.worker.build_slots import plan_build_slots, read_host
 from throughput_corpus import CASES, CPU_CASES, CUDA_CASES, Expect, ProblemRef, Submission, problem_of, variant
 
 # What the plain process runs: the submission's import and ModelNew's constructor, timed after torch is

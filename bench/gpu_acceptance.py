@@ -3,7 +3,7 @@
 Run on a GPU host from the repository root:  PYTHONPATH=src python3 bench/gpu_acceptance.py
 The seeds are the verdict cases tests/cases/seed_000 ... seed_004 (submission.py and problem.txt).
 Prints (and with --out writes as JSON) three tables: the verdicts, the reference medians against the
-figures in TIMING.md, and the spread of speedups when one submission is graded several times.
+figures in docs/timing.md, and the spread of speedups when one submission is graded several times.
 Needs only the standard library, torch and kernelgrade's evaluator and problems packages.
 """
 
@@ -22,13 +22,13 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator import EvalRequest, EvalResult, TimingParams, evaluate, precompile, timing
-from kernelgrade.evaluator.judge.reference import Reference, derive_seed, to_device
+from kernelgrade.evaluator.host.reference import Reference, derive_seed, to_device
 from kernelgrade.evaluator.sandbox.levels import make_launcher
 from kernelgrade.problems import find_builtin
 
 CASES = Path(__file__).resolve().parent.parent / "tests" / "cases"
 SEEDS = ("000", "001", "002", "003", "004")
-# TIMING.md's reference medians on an H100 (torch.matmul, fp32, TF32 off).
+# docs/timing.md's reference medians on an H100 (torch.matmul, fp32, TF32 off).
 EXPECTED_REFERENCE_MS = {"square_matmul": 2.66, "symmetric_matmul": 2.675, "matmul_transposed_both": 2.74}
 
 
@@ -90,7 +90,7 @@ def print_tables(verdicts: list[dict[str, Any]], refs: list[dict[str, Any]], rep
         stages = " ".join(f"{k}={v:.1f}s" for k, v in r["stages"].items())
         print(f"{r['seed']:<5} {r['problem']:<23} {r['verdict']:<14} {_f(r['reference_ms']):>8}"
               f" {_f(r['candidate_ms']):>8} {_f(r['speedup'], 3):>8}  {stages} {r['reason']}")
-    print("\n== reference medians vs TIMING.md ==")
+    print("\n== reference medians vs docs/timing.md ==")
     for r in refs:
         print(f"{r['problem']:<23} {r['median_ms']:.3f} ms (runs {', '.join(f'{m:.3f}' for m in r['runs'])})"
               f"  expected {r['expected_ms']:.3f}  deviation {r['deviation_pct']:+.2f}%")

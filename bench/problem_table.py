@@ -26,10 +26,10 @@ from pathlib import Path
 import torch
 
 from kernelgrade.evaluator import timing
+from kernelgrade.evaluator.host.environment import describe
+from kernelgrade.evaluator.host.reference import Reference, derive_seed, to_device
 from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.judge import compiled_baseline
-from kernelgrade.evaluator.judge.environment import describe
-from kernelgrade.evaluator.judge.reference import Reference, derive_seed, to_device
 from kernelgrade.evaluator.request import BaselinePlan, Limits, TimingParams
 from kernelgrade.evaluator.sandbox.launcher import Launcher
 from kernelgrade.evaluator.sandbox.levels import make_launcher

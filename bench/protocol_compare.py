@@ -32,9 +32,9 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator import timing
+from kernelgrade.evaluator.host.environment import describe
+from kernelgrade.evaluator.host.reference import Reference
 from kernelgrade.evaluator.integrity import precision_flags
-from kernelgrade.evaluator.judge.environment import describe
-from kernelgrade.evaluator.judge.reference import Reference
 from kernelgrade.evaluator.request import TimingFlags, TimingParams
 from kernelgrade.problems import Problem, builtin_problems
 

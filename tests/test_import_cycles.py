@@ -52,8 +52,8 @@ def import_graph() -> dict[str, set[str]]:
 def test_the_graph_sees_every_kind_of_import() -> None:
     graph = import_graph()
     assert "kernelgrade.evaluator.judge.pipeline" in graph["kernelgrade.evaluator"]  # module level
-    assert "kernelgrade.evaluator.child.tensorfile" in graph["kernelgrade.evaluator.child.run_child"]  # from pkg
-    assert "kernelgrade.service.server" in graph["kernelgrade.cli.service_commands"]  # inside a function
+    assert "kernelgrade.evaluator.wire.tensorfile" in graph["kernelgrade.evaluator.child.run_child"]  # from pkg
+    assert "kernelgrade.serve" in graph["kernelgrade.cli.service_commands"]  # inside a function
     assert "kernelgrade.cli.service_commands" in graph["kernelgrade.cli"]  # import_module("...")
 
 

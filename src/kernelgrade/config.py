@@ -47,7 +47,7 @@ class Settings:
     # translation units, so more than that gains nothing; the compile-ahead may lower it (build_slots.py).
     compile_jobs: int = 4
     # Concurrent compile-ahead builds in the embedded worker pool (they overlap the device stage of other jobs).
-    # 0: as many as the host holds beside its GPU judges (cores and memory; service/worker/build_slots.py), and
+    # 0: as many as the host holds beside its GPU judges (cores and memory; worker/build_slots.py), and
     # one on a CPU-only pool. A positive value is taken as given.
     compile_workers: int = 0
     # Compile load_inline's generated main.cpp against a precompiled torch/extension.h, built by the judge once
@@ -71,7 +71,7 @@ class Settings:
     # Submissions in one POST /v1/submissions/batch.
     max_batch: int = 32
     log_level: str = "info"
-    # standard: the full protocol of TIMING.md. fast: fewer trials and a short timing loop, for tests and
+    # standard: the full protocol of docs/timing.md. fast: fewer trials and a short timing loop, for tests and
     # demos on small machines; results say which parameters were used.
     timing_profile: str = "standard"
     # Also time torch.compile of the reference and report the speedup against it: auto | on | off. A
@@ -95,7 +95,7 @@ class Settings:
     warm_children: int = 3
     # A lock file every judge of the host opens: held around CPU measurements and CPU run children's starts,
     # so that judges in separate processes (workers started side by side) keep out of each other's timing
-    # (evaluator/judge/host_lock.py). In the temp dir, which all of a host's workers share whatever their
+    # (evaluator/host/host_lock.py). In the temp dir, which all of a host's workers share whatever their
     # data dirs.
     host_lock: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "kernelgrade-cpu-measure.lock")
     # An idle judge looks for queued jobs this often when nothing wakes it (jobs queued by another process).

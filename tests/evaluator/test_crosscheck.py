@@ -5,7 +5,7 @@ timed phase before a flag), the per-rep wall/event gap, the integrity report, th
 from __future__ import annotations
 
 from kernelgrade.evaluator import Severity
-from kernelgrade.evaluator.child.replies import Extensions, Integrity, TimedReply
+from kernelgrade.evaluator.host.warm import Warm
 from kernelgrade.evaluator.integrity.crosscheck import (
     ReferenceLoop,
     extension_findings,
@@ -18,8 +18,8 @@ from kernelgrade.evaluator.integrity.proctree import TreeCount
 from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.judge.timing_stage import CONFIRM_PHASES, confirmed
-from kernelgrade.evaluator.judge.warm import Warm
 from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
+from kernelgrade.evaluator.wire.replies import Extensions, Integrity, TimedReply
 from kernelgrade.problems import find_builtin
 from tests.conftest import RequestFactory
 

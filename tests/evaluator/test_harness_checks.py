@@ -16,11 +16,12 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelgrade.evaluator import timing
-from kernelgrade.evaluator.child import run_child, tensorfile
+from kernelgrade.evaluator.child import run_child
 from kernelgrade.evaluator.integrity.guard import Guard, is_clock
 from kernelgrade.evaluator.integrity.proctree import count_tree
 from kernelgrade.evaluator.integrity.tensor_checks import active_modes, fingerprint, inert, why_not_plain
 from kernelgrade.evaluator.request import TimingParams
+from kernelgrade.evaluator.wire import tensorfile
 
 FEW_REPS = TimingParams(warmup_calls=1, warmup_ms=0.0, min_reps=5, max_reps=5, input_sets=2, flush_bytes=1 << 20)
 

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from kernelgrade.evaluator import EvalRequest, Verdict, evaluate, precompile
-from kernelgrade.evaluator.child.header_pch import call_variant, variant_flags, with_pch
-from kernelgrade.evaluator.judge import header_pch
+from kernelgrade.evaluator.child.header_pch import call_variant, with_pch
+from kernelgrade.evaluator.host import header_pch
 from kernelgrade.evaluator.sandbox.levels import make_launcher
+from kernelgrade.evaluator.wire.pch_variants import variant_flags
 from kernelgrade.problems import find_builtin
 from tests.conftest import RequestFactory
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from kernelgrade.evaluator import DeviceKind, precompile
-from kernelgrade.evaluator.judge import host_lock
-from kernelgrade.evaluator.judge.host_lock import HostLock
-from kernelgrade.evaluator.judge.run_children import ChildKind, RunChildren
+from kernelgrade.evaluator.host import host_lock
+from kernelgrade.evaluator.host.host_lock import HostLock
+from kernelgrade.evaluator.host.run_children import ChildKind, RunChildren
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, SubprocessLauncher
 from kernelgrade.problems import find_builtin
 from tests.conftest import RequestFactory

@@ -27,7 +27,7 @@ def test_square_matmul_on_an_h100_is_compute_bound_with_split_tf32_allowed() -> 
     # fp32 policy: max(67 TFLOP/s CUDA cores, 495 / 3 split-TF32) = 165 TFLOP/s, then / 1.5.
     assert floor.compute_ms == pytest.approx(2 * N**3 / 165e12 / SAFETY * 1000)
     assert floor.floor_ms == floor.compute_ms
-    # cuBLAS's true fp32 time on an H100 (2.66 ms, TIMING.md) is far above it: no false alarm.
+    # cuBLAS's true fp32 time on an H100 (2.66 ms, docs/timing.md) is far above it: no false alarm.
     assert floor.floor_ms < 2.66 / 4
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelgrade.evaluator.child import tensorfile
+from kernelgrade.evaluator.wire import tensorfile
 
 
 def test_values_round_trip(tmp_path: Path) -> None:

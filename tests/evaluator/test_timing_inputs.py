@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import torch
 
 from kernelgrade.evaluator import ProblemSpec
-from kernelgrade.evaluator.judge.reference import Reference
+from kernelgrade.evaluator.host.reference import Reference
 from kernelgrade.evaluator.judge.timing_stage import TimingInputs
 from kernelgrade.evaluator.request import DeviceKind
 

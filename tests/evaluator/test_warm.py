@@ -12,13 +12,13 @@ import pytest
 import torch
 
 from kernelgrade.evaluator import ProblemSpec
-from kernelgrade.evaluator.child.prebuilt import Prebuilt, call_digest, importing
+from kernelgrade.evaluator.host.reference import Footprint
+from kernelgrade.evaluator.host.reference_cache import References
+from kernelgrade.evaluator.host.run_children import ChildKind, RunChildren
 from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
-from kernelgrade.evaluator.judge.reference import Footprint
-from kernelgrade.evaluator.judge.reference_cache import References
-from kernelgrade.evaluator.judge.run_children import ChildKind, RunChildren
 from kernelgrade.evaluator.request import DeviceKind
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, SubprocessLauncher
+from kernelgrade.evaluator.wire.prebuilt import Prebuilt, call_digest, importing
 
 CPU = ChildKind(None, "cpu", ())
 CPU_DEVICE = torch.device("cpu")

@@ -12,10 +12,10 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from kernelgrade.evaluator import DeviceKind, PrecisionKind
-from kernelgrade.evaluator.child.submission_module import load_problem_module
 from kernelgrade.evaluator.compare import EMULATION_DISTINCT, compare_values, relative_frobenius
-from kernelgrade.evaluator.judge.reference import Reference
+from kernelgrade.evaluator.host.reference import Reference
 from kernelgrade.evaluator.rounding import Rounding
+from kernelgrade.evaluator.source_module import load_problem_module
 from kernelgrade.problems import Problem, builtin_problems
 from kernelgrade.problems.audit import audit_problem
 from kernelgrade.problems.loader import BUILTIN_DIR

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from kernelgrade.evaluator import DeviceKind, PrecisionKind
-from kernelgrade.evaluator.judge.reference import Reference
+from kernelgrade.evaluator.host.reference import Reference
 from kernelgrade.problems import Problem, ScanResult, problem_name, scan_folder
 
 # A level-1 file as KernelBench writes it: no metadata, inputs on the CPU.

@@ -8,8 +8,7 @@ import httpx
 import pytest
 
 from kernelgrade.config import Settings
-from kernelgrade.service.app import create_app
-from kernelgrade.service.server import prepare_database
+from kernelgrade.serve import build_app, prepare_database
 from tests.scaleout.cluster import BROKERS, TEST_LEASE_S, Cluster, broker_unavailable
 from tests.service.servers import ThreadServer
 from tests.storage.databases import fresh_database_url
@@ -41,7 +40,7 @@ def cluster_factory(broker_url: str, tmp_path: Path) -> Iterator[ClusterFactory]
                                          lease_seconds=TEST_LEASE_S, rate_limit_per_minute=0,
                                          **{k: int(v) for k, v in overrides.items()})
             database = prepare_database(settings)
-            server = ThreadServer(create_app(settings, database=database)).__enter__()
+            server = ThreadServer(build_app(settings, database)).__enter__()
             env = {f"KERNELGRADE_{k.upper()}": v for k, v in {**overrides, "queue_prefix": prefix}.items()}
             cluster = Cluster(tmp_path, url, broker_url, httpx.Client(base_url=server.url, timeout=30.0), env)
             made.append((cluster, server))

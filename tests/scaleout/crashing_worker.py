@@ -17,7 +17,7 @@ CRASH_MARK = "KILL-MY-WORKER"
 
 def main() -> int:
     from kernelgrade.cli import main as cli_main
-    from kernelgrade.service.worker import judge
+    from kernelgrade.worker import judge
 
     real_evaluate = judge.evaluate  # type: ignore[attr-defined]
 

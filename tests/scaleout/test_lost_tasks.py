@@ -4,7 +4,7 @@ stays queued with no lease, and the workers' reaper sends it again. Runs once pe
 from __future__ import annotations
 
 from kernelgrade.config import Settings
-from kernelgrade.service.worker.celery_app import make_celery
+from kernelgrade.worker.celery_app import make_celery
 from tests.scaleout.conftest import ClusterFactory
 from tests.scaleout.test_celery_workers import variant
 

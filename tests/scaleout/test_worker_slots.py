@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from typing import Any, cast
 
-from kernelgrade.service.worker.judge import Judge
-from kernelgrade.service.worker.judges import JudgeSlot
-from kernelgrade.service.worker.remote_worker import JudgeDesk, WorkerOptions, worker_slots
+from kernelgrade.worker.judge import Judge
+from kernelgrade.worker.judges import JudgeSlot
+from kernelgrade.worker.remote_worker import JudgeDesk, WorkerOptions, worker_slots
 
 
 def test_a_cpu_worker_serves_its_class_and_the_cpu_kind() -> None:

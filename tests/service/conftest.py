@@ -47,7 +47,7 @@ def api_factory(database: Database, database_url: str, tmp_path: Path) -> Iterat
 
     def start(**overrides: Any) -> httpx.Client:
         settings = base_settings(tmp_path, database_url, **overrides)
-        server = ThreadServer(create_app(settings, database=database, workers=False)).__enter__()
+        server = ThreadServer(create_app(settings, database=database)).__enter__()
         client = httpx.Client(base_url=server.url, timeout=30.0)
         opened.append((server, client))
         return client

@@ -112,8 +112,8 @@ def test_keys_decide_the_submitter_and_who_reads_sources(api_factory: ApiFactory
 def _finish_with_compiled_baseline(database: Database, reused: bool) -> None:
     """Record a result as a judge does: an EvalResult with a torch.compile baseline, through outcome_from_result."""
     from kernelgrade.evaluator import BaselineStatus, CompiledBaseline, EvalResult, TimingStats, Verdict
-    from kernelgrade.service.worker.job_outcome import outcome_from_result
     from kernelgrade.storage.jobs import Lease, claim_next, finish_job
+    from kernelgrade.worker.job_outcome import outcome_from_result
 
     def stats(median: float) -> TimingStats:
         return TimingStats(n=10, median_ms=median, mean_ms=median, std_ms=0.0, min_ms=median, max_ms=median,

@@ -15,10 +15,10 @@ import pytest
 
 from kernelgrade.config import Settings
 from kernelgrade.evaluator.sandbox.levels import SandboxUnavailable
-from kernelgrade.sandbox_policy import settings_launcher
-from kernelgrade.service.worker.pool import WorkerPool
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.submissions import get_submission
+from kernelgrade.worker.pool import WorkerPool
+from kernelgrade.worker.sandboxing import settings_launcher
 from tests.service.conftest import base_settings
 from tests.service.sources import CORRECT
 from tests.storage.builders import grade
@@ -56,7 +56,7 @@ def test_the_policy_names_the_opt_out_and_honours_it(tmp_path: Path) -> None:
 def test_an_unsandboxed_pool_warns_when_it_starts(database: Database, database_url: str, tmp_path: Path,
                                                   caplog: pytest.LogCaptureFixture) -> None:
     settings = base_settings(tmp_path, database_url, local_judges=-1, sandbox="none", allow_unsandboxed=True)
-    with caplog.at_level(logging.INFO, logger="kernelgrade.service.worker.pool"):
+    with caplog.at_level(logging.INFO, logger="kernelgrade.worker.pool"):
         pool = WorkerPool.start(settings, database, polling=False)
     pool.stop()
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "NO SANDBOX" in r.getMessage()]

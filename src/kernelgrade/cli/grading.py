@@ -18,10 +18,10 @@ from kernelgrade.evaluator import (
 )
 from kernelgrade.evaluator.sandbox.levels import SandboxUnavailable
 from kernelgrade.problems import ProblemFormatError
-from kernelgrade.sandbox_policy import settings_launcher
+from kernelgrade.worker.sandboxing import settings_launcher
 
 # For smoke tests and CI gates that only need a rough speedup: every timing phase stops after 3 s of wall
-# time instead of TIMING.md's 30 s, which matters on CPU problems that never reach the precision target.
+# time instead of docs/timing.md's 30 s, which matters on CPU problems that never reach the precision target.
 QUICK_TIMING = TimingParams(min_reps=10, max_device_ms=1000.0, max_wall_ms=3000.0)
 
 

@@ -115,14 +115,14 @@ def _migrated_database(settings: Settings) -> Database:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from kernelgrade.service.server import run_server
+    from kernelgrade.serve import run_server
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     return run_server(Settings.from_env(**overrides))
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from kernelgrade.service.worker.remote_worker import WorkerOptions, run_worker
+    from kernelgrade.worker.remote_worker import WorkerOptions, run_worker
 
     if args.concurrency is not None and args.concurrency < 1:
         print("--concurrency must be at least 1", file=sys.stderr)

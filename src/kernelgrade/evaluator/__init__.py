@@ -3,16 +3,17 @@
     from kernelgrade.evaluator import evaluate, EvalRequest, ProblemSpec
     result = evaluate(EvalRequest(problem=..., submission=source, cache_dir=..., work_root=...))
 
-request.py and result.py are what the judge is asked and what it answers; timing.py and compare.py are the
-timing loop and output comparison that judge and child both run. The rooms: judge/ (the pipeline and its
-stages), child/ (what runs inside the box), integrity/ (the checks on the child's claims) and sandbox/
-(how a child is started and contained).
+request.py and result.py are what the judge is asked and what it answers; timing.py, compare.py and
+source_module.py are the timing loop, the output comparison and the loading of source files that judge
+and child both run. The rooms: judge/ (one evaluation: the pipeline and its stages), host/ (what a judge
+keeps beyond one evaluation), child/ (what runs inside the box), wire/ (what crosses between judge and
+child), integrity/ (the checks on the child's claims) and sandbox/ (how a child is started and contained).
 """
 
+from kernelgrade.evaluator.host.warm import Warm
 from kernelgrade.evaluator.judge.compile import CompileOutcome
 from kernelgrade.evaluator.judge.pipeline import evaluate, precompile
 from kernelgrade.evaluator.judge.progress import Progress, ProgressFn
-from kernelgrade.evaluator.judge.warm import Warm
 from kernelgrade.evaluator.request import (
     BaselinePlan,
     DeviceKind,

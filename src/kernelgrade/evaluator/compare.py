@@ -1,4 +1,4 @@
-"""Output comparison under a problem's precision policy (TIMING.md, "Correctness"; docs/grading.md).
+"""Output comparison under a problem's precision policy (docs/timing.md, "Correctness"; docs/grading.md).
 
 fp32 problems are judged against the float64 oracle, in norm and elementwise, with limits derived from two
 yardsticks measured on the problem itself: PyTorch's own fp32 error, and the error the reference makes on
@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator.child.tensorfile import dtype_name
 from kernelgrade.evaluator.request import PrecisionKind, PrecisionPolicy
 from kernelgrade.evaluator.rounding import Rounding
+from kernelgrade.evaluator.wire.tensorfile import dtype_name
 
 # An output is taken for a lower-precision one when it is this much closer to what the reference gives on
 # inputs rounded to that format than to the float64 result: a TF32 or bf16 kernel lands within fp32 rounding

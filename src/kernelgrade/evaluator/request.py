@@ -17,7 +17,7 @@ class DeviceKind(StrEnum):
 
 
 class PrecisionKind(StrEnum):
-    """How outputs are compared (TIMING.md, "Precision policy")."""
+    """How outputs are compared (docs/timing.md, "Precision policy")."""
 
     FP32 = "fp32"  # error against the float64 oracle within a small multiple of PyTorch's own fp32 error
     TF32 = "tf32"  # about 1e-3 relative allowed against the oracle
@@ -25,7 +25,7 @@ class PrecisionKind(StrEnum):
 
 
 class TimingFlags(StrEnum):
-    """PyTorch's precision switches while both sides are timed (TIMING.md); correctness is always strict."""
+    """PyTorch's precision switches while both sides are timed (docs/timing.md); correctness is always strict."""
 
     STRICT = "strict"  # true fp32: TF32 off in matmul and cuDNN (the default for fp32 problems)
     # PyTorch's own defaults (cuDNN convolutions in TF32), to compare with tables measured that way
@@ -39,7 +39,7 @@ class TimingFlags(StrEnum):
 
 
 class TorchOps(StrEnum):
-    """Whether a submission may call the torch operations that compute the reference's answer (THREATS.md 16)."""
+    """Whether a submission may call the torch operations that compute the reference's answer (docs/threats.md 16)."""
 
     REPORT = "report"  # allowed, and reported for review: the speedup may be PyTorch's
     FORBID = "forbid"  # a submission that calls them is flagged
@@ -97,11 +97,11 @@ class ProblemSpec:
 
 @dataclass(frozen=True)
 class TimingParams:
-    """The timing protocol of TIMING.md; every number is recorded beside the result."""
+    """The timing protocol of docs/timing.md; every number is recorded beside the result."""
 
     warmup_calls: int = 3
     warmup_ms: float = 25.0
-    # TIMING.md's floor is 10; with 10 the median of a slightly bimodal kernel moved 2-3 % between gradings
+    # docs/timing.md's floor is 10; with 10 the median of a slightly bimodal kernel moved 2-3 % between gradings
     # on an H100, with 20 it settles.
     min_reps: int = 20
     max_reps: int = 1000

@@ -1,4 +1,4 @@
-"""The roofline floor a result records (THREATS.md 8 and 20); roofline.py computes it.
+"""The roofline floor a result records (docs/threats.md 8 and 20); roofline.py computes it.
 
 A module of its own because the result holds one and roofline.py reads the request: both import this.
 """

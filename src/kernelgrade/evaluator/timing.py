@@ -1,4 +1,4 @@
-"""The timing protocol of TIMING.md, shared by the judge (reference) and the run child (candidate).
+"""The timing protocol of docs/timing.md, shared by the judge (reference) and the run child (candidate).
 
 Each rep: fresh input values (one of several input sets, chosen at random and scaled by a random factor
 just below 1, so that no two reps see the same values and none can be predicted); a device synchronize; the

@@ -3,7 +3,7 @@
 A problem is degenerate when a kernel can pass it without computing what it asks for: its output barely
 changes between seeds (return a stored answer), is so close to zero that zeros pass the tolerance, or does
 not depend on one of its inputs (never read it). Each check runs the reference through
-`kernelgrade.evaluator.judge.reference.Reference` on a few seeds and asks how much of the output such a shortcut
+`kernelgrade.evaluator.host.reference.Reference` on a few seeds and asks how much of the output such a shortcut
 would get right under the problem's elementwise atol/rtol. All of it is a failure; most of it a warning.
 The judge's own preconditions are checked on the way: finite outputs, a deterministic reference, and
 inputs left unmodified (the judge rejects kernels that modify inputs, so the reference must not).
@@ -19,8 +19,8 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator.compare import flatten_outputs
+from kernelgrade.evaluator.host.reference import Reference, derive_seed, to_device
 from kernelgrade.evaluator.integrity import precision_flags
-from kernelgrade.evaluator.judge.reference import Reference, derive_seed, to_device
 from kernelgrade.evaluator.request import PrecisionPolicy
 from kernelgrade.evaluator.timing import clone_inputs
 from kernelgrade.problems.loader import Problem

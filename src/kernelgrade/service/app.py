@@ -1,5 +1,5 @@
-"""The FastAPI application factory. Importing this module imports no torch: the embedded worker pool (and
-with it the evaluator) is imported when the app starts with workers."""
+"""The FastAPI application factory. It imports no torch and no worker: whoever creates the app passes the
+dispatch that carries queued jobs to judges (kernelgrade/serve.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from kernelgrade import __version__
 from kernelgrade.config import Settings
 from kernelgrade.service.body_limit import BodyLimit, BodyTooLarge, body_too_large_message
-from kernelgrade.service.context import ServiceContext
+from kernelgrade.service.context import Dispatch, ServiceContext
 from kernelgrade.service.errors import PathMethods, error_response, install_handlers
 from kernelgrade.service.openapi_doc import openapi_builder
 from kernelgrade.service.pages.routes import install_pages
@@ -28,16 +28,11 @@ poll its status, read leaderboards. Errors are `{"error": {"code": ..., "message
 Authenticate with `X-API-Key: <key>` or `Authorization: Bearer <key>` unless the server runs in open mode."""
 
 
-def create_app(settings: Settings, *, database: Database | None = None, workers: bool | None = None) -> FastAPI:
-    """`workers`: run the embedded worker pool in this process (default: unless settings.local_judges is 0)."""
+def create_app(settings: Settings, *, database: Database | None = None, dispatch: Dispatch | None = None) -> FastAPI:
+    """`dispatch` starts and stops with the app; without one, queued jobs wait in the database."""
     context = ServiceContext(settings, database or Database.connect(settings.resolved_database_url))
-    if settings.dispatch not in ("local", "celery"):
-        raise ValueError(f"unknown dispatch {settings.dispatch!r}; use local or celery (KERNELGRADE_DISPATCH)")
-    # With a broker the judges are `kernelgrade worker` processes; an embedded pool would race them.
-    embedded = settings.local_judges != 0 and settings.dispatch == "local"
-    start_pool = embedded if workers is None else workers
     app = FastAPI(title="kernelgrade", version=__version__, description=DESCRIPTION,
-                  lifespan=_lifespan(context, start_pool, owns_database=database is None))
+                  lifespan=_lifespan(context, dispatch, owns_database=database is None))
     app.state.context = context
     install_handlers(app)
     app.add_exception_handler(BodyTooLarge, _body_too_large)
@@ -51,30 +46,20 @@ def create_app(settings: Settings, *, database: Database | None = None, workers:
     return app
 
 
-def _lifespan(context: ServiceContext, start_pool: bool,
+def _lifespan(context: ServiceContext, dispatch: Dispatch | None,
               owns_database: bool) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         announce_mode(context.settings)
-        pool = None
-        if context.settings.dispatch == "celery":
-            from kernelgrade.service.worker.celery_app import CelerySender
-
-            context.sender = CelerySender(context.settings)
-        if start_pool:
-            from kernelgrade.service.worker.pool import WorkerPool
-
-            pool = await run_in_threadpool(WorkerPool.start, context.settings, context.database)
-            context.pool = pool
+        if dispatch is not None:
+            await run_in_threadpool(dispatch.start)
+            context.dispatch = dispatch
         try:
             yield
         finally:
-            if pool is not None:
-                context.pool = None
-                await run_in_threadpool(pool.stop)
-            if context.sender is not None:
-                context.sender.close()
-                context.sender = None
+            if dispatch is not None:
+                context.dispatch = None
+                await run_in_threadpool(dispatch.stop)
             if owns_database:
                 context.database.dispose()
 

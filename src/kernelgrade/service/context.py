@@ -1,4 +1,4 @@
-"""What the route handlers share: settings, the database, the rate limiter and (embedded) the worker pool."""
+"""What the route handlers share: settings, the database, the rate limiter and the dispatch of queued jobs."""
 
 from __future__ import annotations
 
@@ -12,16 +12,15 @@ from kernelgrade.service.rate_limit import RateLimiter
 from kernelgrade.storage.database import Database
 
 
-class Waker(Protocol):
-    def notify(self) -> None: ...
+class Dispatch(Protocol):
+    """Carries queued jobs to judges: the embedded worker pool, or a broker's workers (dispatch = celery).
+    `kernelgrade serve` picks one (kernelgrade/serve.py); the API knows it only through this."""
 
+    def start(self) -> None: ...
 
-class Sender(Protocol):
-    """Carries a queued job's id to the workers of its routing key (a broker, with dispatch = celery)."""
+    def job_queued(self, evaluation_id: int, routing_key: str) -> None: ...
 
-    def send(self, evaluation_id: int, routing_key: str) -> None: ...
-
-    def close(self) -> None: ...
+    def stop(self) -> None: ...
 
 
 @dataclass
@@ -29,17 +28,15 @@ class ServiceContext:
     settings: Settings
     database: Database
     limiter: RateLimiter = field(init=False)
-    pool: Waker | None = None
-    sender: Sender | None = None
+    # None: jobs stay queued in the database for judges that look there themselves.
+    dispatch: Dispatch | None = None
 
     def __post_init__(self) -> None:
         self.limiter = RateLimiter(self.database)
 
     def job_queued(self, evaluation_id: int, routing_key: str) -> None:
-        if self.pool is not None:
-            self.pool.notify()
-        if self.sender is not None:
-            self.sender.send(evaluation_id, routing_key)
+        if self.dispatch is not None:
+            self.dispatch.job_queued(evaluation_id, routing_key)
 
 
 def get_context(request: Request) -> ServiceContext:

@@ -1,4 +1,4 @@
-# THREATS.md 1: launches its matmul on a stream of its own and returns without joining it, so CUDA events
+# docs/threats.md 1: launches its matmul on a stream of its own and returns without joining it, so CUDA events
 # recorded on the caller's stream see almost nothing of the kernel. The harness fingerprints the output as
 # forward() returns and after a device-wide synchronize (they differ), and times every rep with a host clock
 # across a device-wide synchronize as well as with events (the two disagree).

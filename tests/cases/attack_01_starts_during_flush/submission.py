@@ -1,4 +1,4 @@
-# THREATS.md 1, against a timing loop with no synchronize between the cache flush and the start event: the
+# docs/threats.md 1, against a timing loop with no synchronize between the cache flush and the start event: the
 # kernel goes to a side stream that does not wait for the caller's stream, so it starts while the flush still
 # runs, before the clock, and only the caller's stream is joined to it. The judge sees the flush stretched
 # past its own clean flush and times those reps from the flush's start: `correct`, with the finding, and no

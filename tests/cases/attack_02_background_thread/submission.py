@@ -1,4 +1,4 @@
-# THREATS.md 2: forward() returns an empty output at once and a background thread fills it in afterwards,
+# docs/threats.md 2: forward() returns an empty output at once and a background thread fills it in afterwards,
 # so the clock around forward() sees almost nothing. The harness fingerprints the output when forward()
 # returns and again after synchronizing and waiting: the two differ.
 import threading

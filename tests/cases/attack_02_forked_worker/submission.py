@@ -1,4 +1,4 @@
-# THREATS.md 2, the process variant: a worker process forked at import computes into shared memory while
+# docs/threats.md 2, the process variant: a worker process forked at import computes into shared memory while
 # forward() returns the shared output buffer at once. The harness sees the output change after return; the
 # judge also sees an extra process in the child's tree.
 import os

@@ -1,4 +1,4 @@
-# THREATS.md 3, without a subclass: forward() returns a plain, unwritten tensor, and a dispatch mode
+# docs/threats.md 3, without a subclass: forward() returns a plain, unwritten tensor, and a dispatch mode
 # installed at import fills it in the first time any operation touches it (the harness's own checksum or
 # copy included). The harness switches modes off for its own operations and flags any mode left installed.
 import torch

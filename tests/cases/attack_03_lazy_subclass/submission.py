@@ -1,4 +1,4 @@
-# THREATS.md 3: forward() returns a tensor subclass that computes only when inspected. A grader that times
+# docs/threats.md 3: forward() returns a tensor subclass that computes only when inspected. A grader that times
 # forward() and only later reads the output would time nothing. The harness accepts only a plain
 # torch.Tensor (type(out) is torch.Tensor) with real memory behind it.
 import torch

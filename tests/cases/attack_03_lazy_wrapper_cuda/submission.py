@@ -1,4 +1,4 @@
-# THREATS.md 3, on the GPU: forward() returns a wrapper tensor subclass with no memory of its own, whose
+# docs/threats.md 3, on the GPU: forward() returns a wrapper tensor subclass with no memory of its own, whose
 # operations compute relu(a + b) only when something touches them. The harness accepts only a plain
 # torch.Tensor with real device memory behind it.
 import torch

@@ -1,4 +1,4 @@
-# THREATS.md 4, hiding from checks made between operations: forward() rebinds the harness's clock so that
+# docs/threats.md 4, hiding from checks made between operations: forward() rebinds the harness's clock so that
 # the reading taken right after it returns says the call took a microsecond, and a thread puts the real
 # clock back a millisecond later, before any check the harness makes between its operations. The harness
 # also re-checks its clock after every timed rep, while the rebinding is still in place.

@@ -1,4 +1,4 @@
-# THREATS.md 4: replaces the clocks a harness would read (time.perf_counter*, CUDA event timing and
+# docs/threats.md 4: replaces the clocks a harness would read (time.perf_counter*, CUDA event timing and
 # synchronize) with ones that run ten times slow, so any time measured through them shrinks tenfold. The
 # harness captured its clocks before importing the submission, and checks that nothing it relies on was
 # rebound.

@@ -1,4 +1,4 @@
-# THREATS.md 4, aimed at the harness itself: the harness keeps its own references to the clock, so this
+# docs/threats.md 4, aimed at the harness itself: the harness keeps its own references to the clock, so this
 # submission rebinds those (the timing module's global, and the __code__ of its per-rep clock) from
 # sys.modules. The harness's guard watches its own globals and code objects, and also re-checks its clock
 # after every timed rep.

@@ -1,4 +1,4 @@
-# THREATS.md 5: forward() returns an unwritten buffer at once; a host thread gathers the pending calls and
+# docs/threats.md 5: forward() returns an unwritten buffer at once; a host thread gathers the pending calls and
 # computes them together in one batched launch on a stream of its own, shortly after. Outputs are still being
 # written when forward() returns. The harness fingerprints each output as forward() returns and again after
 # a device-wide synchronize and a settle: they differ.

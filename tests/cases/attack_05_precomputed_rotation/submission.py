@@ -1,4 +1,4 @@
-# THREATS.md 5: a harness that rotates a few fixed input sets in order can be beaten by computing the answers
+# docs/threats.md 5: a harness that rotates a few fixed input sets in order can be beaten by computing the answers
 # for all of them once and returning them in turn. This submission computes honestly while it is checked
 # (the first five calls here), then, in warm-up, records the outputs of the first calls and replays them in
 # rotation order. The harness draws each rep's input set at random and scales its values by a random factor,

@@ -1,4 +1,4 @@
-# THREATS.md 6: tells checked calls from timed ones by counting (the checks come first) and, once the checks
+# docs/threats.md 6: tells checked calls from timed ones by counting (the checks come first) and, once the checks
 # are over, skips the work and hands back the previous call's output. Checked and timed calls look alike to
 # it only by count; the harness re-checks a random sample of timed outputs against the reference.
 import torch

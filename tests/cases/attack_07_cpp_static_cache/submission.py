@@ -1,4 +1,4 @@
-# THREATS.md 7, in C++: a static map keeps each result keyed on the number of elements, out of Python's
+# docs/threats.md 7, in C++: a static map keeps each result keyed on the number of elements, out of Python's
 # sight. New input values every trial (and every timed rep) make a stale answer wrong.
 import torch
 import torch.nn as nn

@@ -1,4 +1,4 @@
-# THREATS.md 7, on the device: a C++ static map keeps each output tensor (in GPU memory) keyed on the input's
+# docs/threats.md 7, on the device: a C++ static map keeps each output tensor (in GPU memory) keyed on the input's
 # device pointer. The caching allocator hands the same blocks back call after call, so the key repeats while
 # the values do not. New input values every trial and every timed rep, and a re-check of sampled timed
 # outputs, make a stale answer wrong.

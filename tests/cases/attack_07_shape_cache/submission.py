@@ -1,4 +1,4 @@
-# THREATS.md 7: caches its result keyed on what the inputs look like (shape and dtype), as if every call got
+# docs/threats.md 7: caches its result keyed on what the inputs look like (shape and dtype), as if every call got
 # the same inputs. New input values every trial show the second answer is the first one again.
 import torch
 import torch.nn as nn

@@ -1,4 +1,4 @@
-# THREATS.md 8 on the CPU: keeps its inputs cache-hot across timed calls by defeating the harness's cache
+# docs/threats.md 8 on the CPU: keeps its inputs cache-hot across timed calls by defeating the harness's cache
 # flush. It finds the flush object through the garbage collector on its first timed call and swaps its
 # buffer for a tiny one, and shadows its flush method on the instance, so nothing is evicted between reps.
 # The harness records the identity, size and address of its flush buffer and the instance attributes of

@@ -1,4 +1,4 @@
-# THREATS.md 8: sets aside the largest persisting-L2 region the device allows and marks its first input as
+# docs/threats.md 8: sets aside the largest persisting-L2 region the device allows and marks its first input as
 # persisting through an access policy window on the current stream, so that input survives the harness's
 # cache flush between timed calls. The harness resets the set-aside and the window before timing, demotes
 # persisting lines before every rep, and flags a submission that configured persisting L2 at all.

@@ -1,4 +1,4 @@
-# THREATS.md 9, on the device: computes the first call honestly, then returns torch::empty outputs without
+# docs/threats.md 9, on the device: computes the first call honestly, then returns torch::empty outputs without
 # launching anything, hoping the caching allocator hands back a block that still holds an answer. The
 # reference is never computed in this process, and the harness fills the allocator's free blocks with 0xFF
 # bytes (NaN) before every checked call.

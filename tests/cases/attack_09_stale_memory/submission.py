@@ -1,4 +1,4 @@
-# THREATS.md 9: allocates its output and writes nothing, hoping the allocator hands back a block that still
+# docs/threats.md 9: allocates its output and writes nothing, hoping the allocator hands back a block that still
 # holds a right answer. The reference is never computed in this process, and the harness fills freed memory
 # with 0xFF bytes (NaN) before each checked call.
 import torch

@@ -1,4 +1,4 @@
-# THREATS.md 10: looks for the expected answer instead of computing it: every tensor the garbage collector
+# docs/threats.md 10: looks for the expected answer instead of computing it: every tensor the garbage collector
 # knows, every tensor in the callers' frames, and every file it can see in its work directory and above.
 # The expected outputs never exist in this process or on its filesystem; what it finds are inputs.
 import gc

@@ -1,4 +1,4 @@
-# THREATS.md 11: zeroes its inputs so that a reference run afterwards on the same tensors would agree with its
+# docs/threats.md 11: zeroes its inputs so that a reference run afterwards on the same tensors would agree with its
 # zero output, and zeroes the harness's pristine copies too (found through the garbage collector), so that
 # the child's own before/after comparison sees nothing. The judge's reference runs on its own inputs, and
 # the judge compares the child's post-call fingerprints of the inputs with its own.

@@ -1,4 +1,4 @@
-# THREATS.md 13: hard-codes the problem's size (1024 x 1024) instead of reading it from its inputs. Against
+# docs/threats.md 13: hard-codes the problem's size (1024 x 1024) instead of reading it from its inputs. Against
 # KernelBench-format problems, which fix their shapes, this is not cheating: the output is right for the
 # shape the problem owns, and the grader says `correct`. (Extra shapes per problem, which would expose it,
 # are not part of the problem format yet; see the integrity table in the issue note.)

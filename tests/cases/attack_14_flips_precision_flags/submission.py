@@ -1,4 +1,4 @@
-# THREATS.md 14: switches global precision settings (TF32 matmuls, "medium" fp32 matmul precision, which on
+# docs/threats.md 14: switches global precision settings (TF32 matmuls, "medium" fp32 matmul precision, which on
 # CPUs with bf16 units lets oneDNN use them) so that torch's own matmul runs at lower precision. The harness
 # sets strict fp32 before loading, snapshots every such switch and flags a change.
 import torch

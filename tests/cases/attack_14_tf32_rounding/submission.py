@@ -1,4 +1,4 @@
-# THREATS.md 14: computes the fp32 matmul on TF32-rounded inputs (10-bit mantissas, round to nearest), as a
+# docs/threats.md 14: computes the fp32 matmul on TF32-rounded inputs (10-bit mantissas, round to nearest), as a
 # tensor-core kernel would, without touching any global flag. Every element passes allclose(atol=rtol=1e-4),
 # which is how TF32 kernels pass KernelBench-style checks; against the float64 oracle the error is about 100
 # times PyTorch's own fp32 error, which the fp32 policy refuses.

@@ -1,4 +1,4 @@
-# THREATS.md 15: predicts the judge's inputs instead of computing. The weight seed the harness uses is
+# docs/threats.md 15: predicts the judge's inputs instead of computing. The weight seed the harness uses is
 # readable (torch.initial_seed()), the seed derivation is public, and the problem's get_inputs is known, so
 # the public trials' inputs can be regenerated at load time and their answers prepared; forward() then
 # returns a prepared answer without computing. Secret trials mix in seed material the child never sees.

@@ -1,4 +1,4 @@
-# THREATS.md 16: wraps a kernel that does not work in try/except and falls back to PyTorch, so the output is
+# docs/threats.md 16: wraps a kernel that does not work in try/except and falls back to PyTorch, so the output is
 # right and the "kernel" looks like it passes. The harness records the extension's functions that raise
 # during forward(); a call that raised and still returned an output ran a fallback.
 import torch

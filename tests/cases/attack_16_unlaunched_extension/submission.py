@@ -1,4 +1,4 @@
-# THREATS.md 16: compiles a kernel to look like a kernel submission, then computes the answer with PyTorch
+# docs/threats.md 16: compiles a kernel to look like a kernel submission, then computes the answer with PyTorch
 # and never calls it (getattr with a computed name hides that from a reader). The harness sees which
 # extension functions ran: none did.
 import torch

@@ -1,4 +1,4 @@
-# THREATS.md 17: monkeypatches torch so that the reference's operations (relu, tensor addition) crawl,
+# docs/threats.md 17: monkeypatches torch so that the reference's operations (relu, tensor addition) crawl,
 # hoping the reference is timed in this process after the submission is loaded. The reference is timed in
 # the judge's own process, which the submission never touches; and rebinding torch.Tensor methods the
 # harness relies on is flagged.

@@ -1,4 +1,4 @@
-# THREATS.md 18: answers the checked calls correctly, then exits with status 0 as soon as timing starts,
+# docs/threats.md 18: answers the checked calls correctly, then exits with status 0 as soon as timing starts,
 # hoping a grader takes "passed, exited cleanly" as a result without times (or with whatever it had). An early
 # exit or a missing record is a failure: the verdict is a crash in the timing stage.
 import os

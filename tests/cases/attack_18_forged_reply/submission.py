@@ -1,4 +1,4 @@
-# THREATS.md 18: writes a forged reply ("all checks passed, no threads, nothing replaced") into every pipe it
+# docs/threats.md 18: writes a forged reply ("all checks passed, no threads, nothing replaced") into every pipe it
 # can find besides its standard streams, hoping one is the channel to the judge. The harness's replies
 # carry a key set before the submission was imported and the request's sequence number; anything else on
 # the channel is a forgery, and the judge flags it.

@@ -1,4 +1,4 @@
-# THREATS.md 18: prints a verdict of its own, on stdout and stderr, in the forms a naive grader might parse.
+# docs/threats.md 18: prints a verdict of its own, on stdout and stderr, in the forms a naive grader might parse.
 # The child's stdout is not the result channel (it goes to the captured log), and the judge decides the
 # verdict from the outputs it checks itself: zeros are wrong.
 import json

@@ -1,4 +1,4 @@
-# THREATS.md 19: tries the ways out of the box that would let it learn the judge's secrets or leave traces:
+# docs/threats.md 19: tries the ways out of the box that would let it learn the judge's secrets or leave traces:
 # the judge's environment (where the seed secret lives), a TCP service on the host, a file outside its work
 # dir, and other GPUs' device nodes. Any success makes forward() return wrong values, so `correct` means
 # the sandbox held on every count.

@@ -1,4 +1,4 @@
-# THREATS.md 20 (and a clever 7): every timed rep gets fresh values (an input set scaled by a random factor),
+# docs/threats.md 20 (and a clever 7): every timed rep gets fresh values (an input set scaled by a random factor),
 # which defeats plain caches. This one knows that matmul is linear in each input: it recognises an input as a
 # scaled copy of one it has seen, and returns the cached product times the two scales, which is right to
 # fp32 accuracy and costs one elementwise pass instead of 137 GFLOP. Only the roofline floor can tell: no

@@ -2,8 +2,7 @@
 
 compile_child.py builds the submission's extensions (no GPU), through header_pch.py (main.cpp against a
 precompiled torch/extension.h) and lean_header.py (CUDA sources without it first), wrappers of load_inline
-shaped by inline_call.py; run_child.py loads ModelNew
-and serves the judge's calls and timed phases. channel.py is their end of the JSON-line pipe, tensorfile.py the
-format of the tensors that cross it, submission_module.py how a submission or problem file becomes a module,
-and replies.py what the run child answers, as the judge reads it. Nothing here imports the judge.
+shaped by inline_call.py; run_child.py loads ModelNew and serves the judge's calls and timed phases.
+channel.py is their end of the JSON-line pipe. What crosses it is defined in wire/, which both sides import.
+Nothing here imports the judge, its host resources or the sandbox.
 """

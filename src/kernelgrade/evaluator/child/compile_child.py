@@ -17,12 +17,12 @@ from typing import Any
 import torch
 from torch.utils import cpp_extension
 
-from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.child.channel import ChildChannel
 from kernelgrade.evaluator.child.header_pch import with_pch
 from kernelgrade.evaluator.child.lean_header import with_lean_header
-from kernelgrade.evaluator.child.prebuilt import call_digest, library_of
-from kernelgrade.evaluator.child.submission_module import import_submission
+from kernelgrade.evaluator.source_module import import_submission
+from kernelgrade.evaluator.wire import tensorfile
+from kernelgrade.evaluator.wire.prebuilt import call_digest, library_of
 
 
 class BuildRecorder:

@@ -25,16 +25,16 @@ import torch
 from torch.utils import cpp_extension
 
 from kernelgrade.evaluator import timing
-from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.child.channel import ChildChannel
-from kernelgrade.evaluator.child.prebuilt import Prebuilt, importing
-from kernelgrade.evaluator.child.submission_module import import_submission
 from kernelgrade.evaluator.compare import flatten_outputs
 from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.guard import Guard
 from kernelgrade.evaluator.integrity.l2 import PersistingL2
 from kernelgrade.evaluator.integrity.tensor_checks import active_modes, fingerprints, inert, why_not_plain
 from kernelgrade.evaluator.request import TimingFlags, TimingParams
+from kernelgrade.evaluator.source_module import import_submission
+from kernelgrade.evaluator.wire import tensorfile
+from kernelgrade.evaluator.wire.prebuilt import Prebuilt, importing
 
 # Captured before the submission is imported (see timing.py for the same precaution).
 _Tensor = torch.Tensor
@@ -78,7 +78,7 @@ def os_threads() -> int:
 
 
 class ExtensionWatch:
-    """Which functions of the submission's compiled extensions ran, and which raised (THREATS.md 16).
+    """Which functions of the submission's compiled extensions ran, and which raised (docs/threats.md 16).
 
     The harness wraps torch's load_inline and load before the submission is imported, so it knows the
     extension modules they return (torch does not put them in sys.modules). A profile hook sees every call
@@ -394,7 +394,7 @@ def main() -> None:
     channel = ChildChannel.from_stdio()
     harness = Harness()
     # Set by the first command, before the submission is imported, and kept only in this frame: a reply
-    # without it was not written by this loop (THREATS.md 18).
+    # without it was not written by this loop (docs/threats.md 18).
     key = ""
     while (command := channel.receive()) is not None:
         if command.get("op") == "exit":

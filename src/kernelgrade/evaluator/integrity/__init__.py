@@ -1,4 +1,4 @@
-"""The checks that stand between a submission and a believed number (THREATS.md).
+"""The checks that stand between a submission and a believed number (docs/threats.md).
 
 In the child, before and around the submission: guard.py (rebound names), precision_flags.py (strict fp32
 and changes to it), tensor_checks.py (plain tensors, fingerprints), l2.py (persisting-L2 reset). In the

@@ -1,16 +1,16 @@
 """Cross-checks of the child's claims against what the judge observed itself, and the child's own integrity
-report turned into findings (THREATS.md 1-5, 8, 14, 16, 20)."""
+report turned into findings (docs/threats.md 1-5, 8, 14, 16, 20)."""
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
 
-from kernelgrade.evaluator.child.replies import Extensions, Integrity, TimedReply
 from kernelgrade.evaluator.integrity.guard import is_clock
 from kernelgrade.evaluator.integrity.proctree import TreeCount
 from kernelgrade.evaluator.result import Finding, Severity
 from kernelgrade.evaluator.roofline_floor import RooflineFloor
+from kernelgrade.evaluator.wire.replies import Extensions, Integrity, TimedReply
 
 # Host-side slack per rep beyond the reference's own: launch latency and scheduler noise on a busy host.
 WALL_GAP_SLACK_MS = 0.5
@@ -30,7 +30,7 @@ OUTER_MIN_SHARE = 0.5
 # device's own jitter of a few microseconds) shared the device with work the call had already started.
 FLUSH_STRETCH = 0.1
 FLUSH_SLACK_MS = 0.005
-# Speedups above this are rare enough that a person should look before they are believed (THREATS.md 20).
+# Speedups above this are rare enough that a person should look before they are believed (docs/threats.md 20).
 REVIEW_SPEEDUP = 10.0
 
 
@@ -144,7 +144,7 @@ def _l2_finding(limit: int) -> Finding:
 
 
 def extension_findings(extensions: Extensions, uses_torch_ops: bool) -> list[Finding]:
-    """Was the compiled kernel what computed the output? (THREATS.md 16)"""
+    """Was the compiled kernel what computed the output? (docs/threats.md 16)"""
     if extensions.raised and not extensions.returned:
         return [Finding("kernel_failed_fallback", Severity.FLAG,
             f"{_listed(list(extensions.raised))} raised during forward() and the submission caught the exception"

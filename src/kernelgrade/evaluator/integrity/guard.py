@@ -1,4 +1,4 @@
-"""Identity checks on what the run child's harness relies on (THREATS.md 3, 4, 14, 18).
+"""Identity checks on what the run child's harness relies on (docs/threats.md 3, 4, 14, 18).
 
 The submission runs in the harness's process and can rebind any name it can reach: the clocks, CUDA events
 and synchronize, torch and tensor methods, builtins, the harness's own module globals, even a function's

@@ -1,4 +1,4 @@
-"""Persisting-L2 controls (THREATS.md 8), through the CUDA driver API that every CUDA process has loaded.
+"""Persisting-L2 controls (docs/threats.md 8), through the CUDA driver API that every CUDA process has loaded.
 
 A kernel can set aside part of the L2 for "persisting" lines (cudaLimitPersistingL2CacheSize plus an access
 policy window on its stream); such lines survive the harness's cache flush, so inputs stay hot from one

@@ -1,5 +1,5 @@
 """Global numeric-precision switches: set to strict fp32 for grading, snapshotted to detect changes
-(THREATS.md 14)."""
+(docs/threats.md 14)."""
 
 from __future__ import annotations
 

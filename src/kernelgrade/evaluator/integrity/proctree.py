@@ -1,4 +1,4 @@
-"""The judge's own count of the run child's threads and processes, read from /proc (THREATS.md 2).
+"""The judge's own count of the run child's threads and processes, read from /proc (docs/threats.md 2).
 
 The child also counts its threads, but that is the submission's process reporting on itself; this count
 comes from outside. It covers the whole tree under the launched process (a sandbox wrapper, the harness,

@@ -1,5 +1,5 @@
 """A roofline floor: the least time any kernel can take for a problem's FLOP and byte counts on a device
-(THREATS.md 8 and 20). A median below it means the clock or the work was not what it seems.
+(docs/threats.md 8 and 20). A median below it means the clock or the work was not what it seems.
 
 Peak rates come from a small table of datasheet figures keyed by device name. The floor divides the
 time-at-peak by SAFETY, so a kernel must beat the datasheet by that factor before it is flagged; an

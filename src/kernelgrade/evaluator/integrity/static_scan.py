@@ -1,4 +1,4 @@
-"""A static scan of the submission's source, stored with the result (THREATS.md 16, and early warnings for
+"""A static scan of the submission's source, stored with the result (docs/threats.md 16, and early warnings for
 2, 4, 7, 8, 10, 14 and 19).
 
 The scan reads the Python and the C++/CUDA text embedded in it; it never decides a verdict by itself. Most
@@ -26,12 +26,12 @@ PLUMBING = frozenset({
     "chunk", "split", "narrow", "select", "index_select", "cat", "stack", "tensor", "as_tensor",
     "from_numpy", "arange", "manual_seed", "no_grad", "synchronize", "current_stream", "Size",
 })
-# Python modules whose use lets work outlive forward() (THREATS.md 2).
+# Python modules whose use lets work outlive forward() (docs/threats.md 2).
 CONCURRENCY_MODULES = frozenset({"threading", "_thread", "multiprocessing", "concurrent", "subprocess", "asyncio",
                                  "signal", "sched"})
 CONCURRENCY_CALLS = frozenset({"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp", "spawnl",
                                "spawnv", "spawnve", "execv", "execve", "kill", "killpg"})
-# Modules and attributes that reach into the harness's or the interpreter's internals (THREATS.md 4, 10, 18).
+# Modules and attributes that reach into the harness's or the interpreter's internals (docs/threats.md 4, 10, 18).
 INTROSPECTION_MODULES = frozenset({"gc", "inspect", "ctypes", "importlib", "builtins", "traceback", "dis",
                                    "marshal", "sysconfig", "pickle", "mmap", "weakref"})
 INTROSPECTION_ATTRS = frozenset({"_getframe", "settrace", "setprofile", "_current_frames", "modules", "f_locals",
@@ -39,7 +39,7 @@ INTROSPECTION_ATTRS = frozenset({"_getframe", "settrace", "setprofile", "_curren
                                  "cell_contents", "__builtins__", "get_objects", "get_referrers",
                                  "get_referents", "__subclasses__"})
 NETWORK_MODULES = frozenset({"socket", "urllib", "http", "requests", "httpx", "ftplib", "smtplib", "ssl"})
-# Module roots whose attributes a submission has no business reassigning (THREATS.md 4, 17).
+# Module roots whose attributes a submission has no business reassigning (docs/threats.md 4, 17).
 PATCHABLE_ROOTS = frozenset({"torch", "time", "builtins", "sys", "os", "kernelgrade", "json", "threading", "F",
                              "nn", "math", "gc"})
 PRECISION_CALLS = frozenset({"set_float32_matmul_precision", "set_default_dtype", "set_default_tensor_type",

@@ -1,4 +1,4 @@
-"""What the harness asks of a tensor before believing it (THREATS.md 3, 5, 11): is it a real dense tensor
+"""What the harness asks of a tensor before believing it (docs/threats.md 3, 5, 11): is it a real dense tensor
 with its own memory, and what are its bits right now.
 
 Fingerprints sum the raw bit patterns as integers, so NaN payloads, signed zeros and every changed bit

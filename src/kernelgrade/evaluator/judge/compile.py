@@ -28,14 +28,14 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator.child.prebuilt import Prebuilt
-from kernelgrade.evaluator.judge import header_pch
+from kernelgrade.evaluator.host import header_pch
+from kernelgrade.evaluator.host.host_lock import HostLock
 from kernelgrade.evaluator.judge.compiler_output import first_errors
-from kernelgrade.evaluator.judge.host_lock import HostLock
 from kernelgrade.evaluator.result import Failure, Stage
 from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
 from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher, ResourceLimits
+from kernelgrade.evaluator.wire.prebuilt import Prebuilt
 
 # Bump when the compile child's behaviour changes, so old cache entries are not trusted.
 HARNESS_VERSION = "3"

@@ -21,14 +21,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kernelgrade.evaluator import timing
-from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.compare import check_structure, compare_values
-from kernelgrade.evaluator.judge import environment
-from kernelgrade.evaluator.judge.reference import Reference, derive_seed, save_timing_sets
-from kernelgrade.evaluator.judge.session import RunSession, StageFailed
+from kernelgrade.evaluator.host import environment
+from kernelgrade.evaluator.host.reference import Reference, derive_seed, save_timing_sets
+from kernelgrade.evaluator.host.session import RunSession, StageFailed
 from kernelgrade.evaluator.request import BaselinePlan, Limits, TimingParams
 from kernelgrade.evaluator.result import BaselineStatus, CompiledBaseline, TimingMethod, TimingStats
 from kernelgrade.evaluator.sandbox.launcher import Launcher
+from kernelgrade.evaluator.wire import tensorfile
 
 # Appended to the problem's source. `Model` is constructed after the harness seeds torch, as a candidate's
 # ModelNew is, so the compiled copy holds the same weights as the judge's eager reference.

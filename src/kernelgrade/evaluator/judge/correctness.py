@@ -12,18 +12,18 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator.child import tensorfile
-from kernelgrade.evaluator.child.replies import CallReply, Integrity
 from kernelgrade.evaluator.compare import Comparison, Expected, check_structure, compare_values
+from kernelgrade.evaluator.host.reference import Reference, TrialData, derive_seed
+from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.integrity.crosscheck import integrity_findings
 from kernelgrade.evaluator.judge.job import Job, on_device
 from kernelgrade.evaluator.judge.outcome import Verdicted
 from kernelgrade.evaluator.judge.record import Record
-from kernelgrade.evaluator.judge.reference import Reference, TrialData, derive_seed
-from kernelgrade.evaluator.judge.session import RunSession
 from kernelgrade.evaluator.judge.settle import settle_s
 from kernelgrade.evaluator.request import TrialPlan
 from kernelgrade.evaluator.result import Failure, Finding, Severity, Stage, TrialResult
+from kernelgrade.evaluator.wire import tensorfile
+from kernelgrade.evaluator.wire.replies import CallReply, Integrity
 
 
 @dataclass(frozen=True)

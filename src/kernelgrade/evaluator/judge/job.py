@@ -15,13 +15,13 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator.child import tensorfile
+from kernelgrade.evaluator.host.reference import Reference
+from kernelgrade.evaluator.host.warm import Warm
 from kernelgrade.evaluator.judge.progress import Progress, ProgressFn
-from kernelgrade.evaluator.judge.reference import Reference
-from kernelgrade.evaluator.judge.warm import Warm
 from kernelgrade.evaluator.request import EvalRequest, PrecisionKind, PrecisionPolicy, TimingFlags, TimingParams
 from kernelgrade.evaluator.result import Stage
 from kernelgrade.evaluator.sandbox.launcher import Launcher
+from kernelgrade.evaluator.wire import tensorfile
 
 
 @dataclass

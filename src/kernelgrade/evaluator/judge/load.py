@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from kernelgrade.evaluator.child.prebuilt import Prebuilt
+from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.integrity.crosscheck import integrity_findings
 from kernelgrade.evaluator.integrity.proctree import TreeCount, count_tree
 from kernelgrade.evaluator.judge.job import Job, SubmissionFiles
 from kernelgrade.evaluator.judge.record import Record
-from kernelgrade.evaluator.judge.session import RunSession
 from kernelgrade.evaluator.result import Stage
+from kernelgrade.evaluator.wire.prebuilt import Prebuilt
 
 
 def load_model(job: Job, record: Record, session: RunSession, files: SubmissionFiles,

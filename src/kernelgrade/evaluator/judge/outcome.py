@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import traceback
 
-from kernelgrade.evaluator.judge import compiled_baseline, environment
+from kernelgrade.evaluator.host import environment
+from kernelgrade.evaluator.judge import compiled_baseline
 from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.result import EvalResult, Failure, Finding, Severity, Stage, Verdict

@@ -15,30 +15,31 @@ from pathlib import Path
 
 import torch
 
-from kernelgrade.evaluator.child.prebuilt import Prebuilt
-from kernelgrade.evaluator.child.submission_module import load_problem_module
+from kernelgrade.evaluator.host import environment
+from kernelgrade.evaluator.host.host_lock import HostLock
+from kernelgrade.evaluator.host.reference import Reference
+from kernelgrade.evaluator.host.run_children import ChildKind
+from kernelgrade.evaluator.host.session import RunSession, StageFailed
+from kernelgrade.evaluator.host.warm import Warm
 from kernelgrade.evaluator.integrity.crosscheck import extension_findings, process_findings
 from kernelgrade.evaluator.integrity.proctree import count_tree
 from kernelgrade.evaluator.integrity.static_scan import scan_submission
-from kernelgrade.evaluator.judge import compiled_baseline, environment
+from kernelgrade.evaluator.judge import compiled_baseline
 from kernelgrade.evaluator.judge.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
 from kernelgrade.evaluator.judge.compiled_baseline import BaselineJob
 from kernelgrade.evaluator.judge.correctness import check_correctness
-from kernelgrade.evaluator.judge.host_lock import HostLock
 from kernelgrade.evaluator.judge.job import Job, SubmissionFiles, on_device
 from kernelgrade.evaluator.judge.load import load_model
 from kernelgrade.evaluator.judge.outcome import Verdicted, build_result, completed, ended_early, grader_error
 from kernelgrade.evaluator.judge.progress import ProgressFn
 from kernelgrade.evaluator.judge.record import Record
-from kernelgrade.evaluator.judge.reference import Reference
-from kernelgrade.evaluator.judge.run_children import ChildKind
-from kernelgrade.evaluator.judge.session import RunSession, StageFailed
 from kernelgrade.evaluator.judge.timing_stage import TimingInputs, TimingSets, time_candidate
 from kernelgrade.evaluator.judge.validate import validate_submission
-from kernelgrade.evaluator.judge.warm import Warm
 from kernelgrade.evaluator.request import EvalRequest
 from kernelgrade.evaluator.result import EvalResult, Failure, Stage, Verdict
 from kernelgrade.evaluator.sandbox.launcher import Launcher, SubprocessLauncher
+from kernelgrade.evaluator.source_module import load_problem_module
+from kernelgrade.evaluator.wire.prebuilt import Prebuilt
 
 
 def evaluate(request: EvalRequest, launcher: Launcher | None = None, progress: ProgressFn | None = None,

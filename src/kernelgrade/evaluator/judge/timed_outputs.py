@@ -1,4 +1,4 @@
-"""The re-check of timed outputs (THREATS.md 5-7): a sample of what the timed calls returned, compared
+"""The re-check of timed outputs (docs/threats.md 5-7): a sample of what the timed calls returned, compared
 against the reference on the same fresh inputs, so a kernel cannot be right when checked and fast when timed.
 """
 
@@ -8,15 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from kernelgrade.evaluator import timing
-from kernelgrade.evaluator.child import tensorfile
 from kernelgrade.evaluator.compare import compare_values
+from kernelgrade.evaluator.host.reference import Reference, to_device
+from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.integrity.crosscheck import integrity_findings
 from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.outcome import Verdicted
 from kernelgrade.evaluator.judge.record import Record
-from kernelgrade.evaluator.judge.reference import Reference, to_device
-from kernelgrade.evaluator.judge.session import RunSession
 from kernelgrade.evaluator.result import Failure, Finding, Severity, Stage
+from kernelgrade.evaluator.wire import tensorfile
 
 
 def recheck_timed_outputs(job: Job, record: Record, session: RunSession, reference: Reference,

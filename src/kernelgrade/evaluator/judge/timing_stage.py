@@ -1,5 +1,5 @@
 """The timing stage: the reference timed in the judge just before and just after the candidate is timed in
-its child, on the same device, with the same loop and fresh inputs (TIMING.md); then the cross-checks of the
+its child, on the same device, with the same loop and fresh inputs (docs/timing.md); then the cross-checks of the
 child's timed phase, the re-check of timed outputs, the roofline floor and the speedup.
 """
 
@@ -18,7 +18,8 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator import timing
-from kernelgrade.evaluator.child.replies import TimedReply
+from kernelgrade.evaluator.host.reference import Reference, save_timing_sets, to_device
+from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.crosscheck import (
     ReferenceLoop,
@@ -32,12 +33,11 @@ from kernelgrade.evaluator.integrity.l2 import PersistingL2
 from kernelgrade.evaluator.integrity.roofline import floor_for
 from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.record import Record
-from kernelgrade.evaluator.judge.reference import Reference, save_timing_sets, to_device
-from kernelgrade.evaluator.judge.session import RunSession
 from kernelgrade.evaluator.judge.settle import settle_s
 from kernelgrade.evaluator.judge.timed_outputs import recheck_timed_outputs
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.result import Stage
+from kernelgrade.evaluator.wire.replies import TimedReply
 
 # The finding a stalled host can produce now and then; more timed phases confirm it before it stands.
 INCONSISTENT = "timing_inconsistent"

@@ -1,4 +1,4 @@
-"""The bubblewrap launcher, the strongest sandbox level (THREATS.md, "The sandbox").
+"""The bubblewrap launcher, the strongest sandbox level (docs/threats.md, "The sandbox").
 
 Each child gets: new pid, network, ipc, uts and cgroup namespaces (no network at all, only a loopback of
 its own); an empty read-only root holding only the host paths it uses (child_roots.py: /usr, the

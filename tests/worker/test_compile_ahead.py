@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from kernelgrade.evaluator import ChildSpec, Launcher
-from kernelgrade.sandbox_policy import settings_launcher
-from kernelgrade.service.worker.build_slots import BuildSlots
-from kernelgrade.service.worker.compile_ahead import CompileAhead
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.problems import latest_problem
+from kernelgrade.worker.build_slots import BuildSlots
+from kernelgrade.worker.compile_ahead import CompileAhead
+from kernelgrade.worker.sandboxing import settings_launcher
 from tests.service.conftest import add_builtin, base_settings
 from tests.service.servers import wait_until
 from tests.service.sources import variant

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING
 from kernelgrade import __version__
 from kernelgrade.config import Settings
 from kernelgrade.sandbox_policy import unsandboxed
-from kernelgrade.service.worker.build_slots import BuildSlots, plan_build_slots, read_host
-from kernelgrade.service.worker.compile_ahead import CompileAhead
-from kernelgrade.service.worker.judge import Judge
-from kernelgrade.service.worker.judges import JudgeSlot, discover_judges
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import expire_leases, requeue_job
 from kernelgrade.storage.records import WorkerInfo
 from kernelgrade.storage.workers import NewWorker, heartbeat, register_worker, remove_workers, workers_on_host
+from kernelgrade.worker.build_slots import BuildSlots, plan_build_slots, read_host
+from kernelgrade.worker.compile_ahead import CompileAhead
+from kernelgrade.worker.judge import Judge
+from kernelgrade.worker.judges import JudgeSlot, discover_judges
 
 if TYPE_CHECKING:
     from kernelgrade.evaluator import Launcher
@@ -154,9 +154,27 @@ def compile_slots(settings: Settings, slots: list[JudgeSlot]) -> BuildSlots:
 def pool_launcher(settings: Settings) -> Launcher:
     """The judges' launcher; raises SandboxUnavailable where the settings' sandbox cannot be had (none
     without the explicit opt-out included)."""
-    from kernelgrade.sandbox_policy import settings_launcher
+    from kernelgrade.worker.sandboxing import settings_launcher
 
     return settings_launcher(settings)
+
+
+def pool_ready(settings: Settings) -> bool:
+    """Refuse to start (with the reason) where the judges could not isolate submissions as required, or
+    the settings name an unknown grading profile."""
+    from kernelgrade.evaluator.sandbox.levels import SandboxUnavailable
+    from kernelgrade.worker.grading_request import RequestBuilder
+
+    try:
+        RequestBuilder(settings)
+        pool_launcher(settings)
+    except SandboxUnavailable as exc:
+        log.error("refusing to start the worker pool: %s", exc)
+        return False
+    except ValueError as exc:
+        log.error("cannot start the worker pool: %s", exc)
+        return False
+    return True
 
 
 def _gone(worker: WorkerInfo) -> bool:

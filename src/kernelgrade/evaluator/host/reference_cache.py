@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from kernelgrade.evaluator.host.environment import mem_available
+from kernelgrade.evaluator.host.reference import Footprint, Reference
 from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
-from kernelgrade.evaluator.judge.environment import mem_available
-from kernelgrade.evaluator.judge.reference import Footprint, Reference
 from kernelgrade.evaluator.request import ProblemSpec
 
 # Problems kept at once. A stream cycling through more problems than this keeps none of them (each is

@@ -29,7 +29,7 @@ def discover_judges(requested: int) -> list[JudgeSlot]:
     """`requested` < 0: one per visible GPU (or one CPU judge); otherwise at most that many GPU judges."""
     import torch
 
-    from kernelgrade.evaluator.judge.environment import device_class
+    from kernelgrade.evaluator.host.environment import device_class
 
     count = torch.cuda.device_count()
     if requested >= 0:

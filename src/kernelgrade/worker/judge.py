@@ -22,15 +22,15 @@ import torch
 
 from kernelgrade.config import Settings
 from kernelgrade.evaluator import CompiledBaseline, EvalRequest, EvalResult, Launcher, Progress, Stage, Warm, evaluate
-from kernelgrade.service.worker.grading_request import RequestBuilder, problem_spec
-from kernelgrade.service.worker.job_outcome import baseline_to_store, grader_fault, outcome_from_result, stored_baseline
-from kernelgrade.service.worker.judges import JudgeSlot
-from kernelgrade.service.worker.progress_poster import Posted, ProgressPoster
 from kernelgrade.storage.baselines import fresh_baseline, record_baseline
 from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import Lease, claim_next, finish_job, requeue_job
 from kernelgrade.storage.records import BaselineRecord, ClaimedJob, JobOutcome, JobStatus, ProgressUpdate
+from kernelgrade.worker.grading_request import RequestBuilder, problem_spec
+from kernelgrade.worker.job_outcome import baseline_to_store, grader_fault, outcome_from_result, stored_baseline
+from kernelgrade.worker.judges import JudgeSlot
+from kernelgrade.worker.progress_poster import Posted, ProgressPoster
 
 log = logging.getLogger(__name__)
 

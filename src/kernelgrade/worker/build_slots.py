@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelgrade.evaluator.judge.environment import MEMINFO, mem_available
+from kernelgrade.evaluator.host.environment import MEMINFO, mem_available
 
 # Cores left to each GPU judge: one for the timing loop's host thread, one for the run child's own threads
 # (CUDA's launch path, the Python interpreter). A judge starved of either reports host time as device time.

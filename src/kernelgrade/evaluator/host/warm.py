@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelgrade.evaluator.judge.host_lock import HostLock
-from kernelgrade.evaluator.judge.reference_cache import References
-from kernelgrade.evaluator.judge.run_children import RunChildren
+from kernelgrade.evaluator.host.host_lock import HostLock
+from kernelgrade.evaluator.host.reference_cache import References
+from kernelgrade.evaluator.host.run_children import RunChildren
 from kernelgrade.evaluator.sandbox.launcher import Launcher
 
 

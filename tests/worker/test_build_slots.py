@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelgrade.evaluator.judge.environment import mem_available
-from kernelgrade.service.worker.build_slots import BUILD_MEMORY_BYTES, Host, plan_build_slots, read_host
+from kernelgrade.evaluator.host.environment import mem_available
+from kernelgrade.worker.build_slots import BUILD_MEMORY_BYTES, Host, plan_build_slots, read_host
 
 GIB = 1024**3
 # The GPU host the throughput issue measured on: 16 cores, 128 GiB, one H100.

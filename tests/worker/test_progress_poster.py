@@ -8,12 +8,12 @@ from collections.abc import Callable
 
 import pytest
 
-from kernelgrade.service.worker import progress_poster
-from kernelgrade.service.worker.progress_poster import Posted, ProgressPoster
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import Lease, claim_next
 from kernelgrade.storage.records import ClaimedJob, JobStatus, ProgressUpdate
 from kernelgrade.storage.submissions import get_submission
+from kernelgrade.worker import progress_poster
+from kernelgrade.worker.progress_poster import Posted, ProgressPoster
 from tests.storage.builders import CPU_ROUTES, add_problem, add_submission
 
 # How long a post may take at most: far below the write it must not wait for, which blocks until released.

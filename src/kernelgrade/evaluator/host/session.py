@@ -13,14 +13,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelgrade.evaluator.child.prebuilt import Prebuilt
-from kernelgrade.evaluator.child.replies import CallReply, Integrity, TimedOutputsReply, TimedReply
 from kernelgrade.evaluator.compare import OutputMeta
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.result import Failure, Stage
 from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
 from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher
+from kernelgrade.evaluator.wire.prebuilt import Prebuilt
+from kernelgrade.evaluator.wire.replies import CallReply, Integrity, TimedOutputsReply, TimedReply
 
 
 class StageFailed(Exception):
@@ -48,7 +48,7 @@ class RunSession:
                          writable=(extensions_dir,), readable=(package_root(),), gpu_index=gpu_index,
                          hidden=(work_dir.parent, *hidden))
         self.child = ChildProcess(launcher.popen(spec))
-        # Replies must carry this key and the request's sequence number (THREATS.md 18).
+        # Replies must carry this key and the request's sequence number (docs/threats.md 18).
         self._key = secrets.token_hex(16)
         self._seq = 0
 
@@ -149,7 +149,7 @@ class RunSession:
 def _forged(stage: Stage, message: dict[str, Any], what: str, output: str) -> Failure:
     return Failure(stage, "reply_forged", f"during {_what(message)} the result channel carried {what}. Only the"
                    " harness writes there, with this run's key: the submission wrote to the judge's channel"
-                   " (THREATS.md 18).", detail=_tail(output))
+                   " (docs/threats.md 18).", detail=_tail(output))
 
 
 def _what(message: dict[str, Any]) -> str:

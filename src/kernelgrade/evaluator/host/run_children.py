@@ -25,8 +25,8 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelgrade.evaluator.judge.host_lock import HostLock
-from kernelgrade.evaluator.judge.session import RunSession, StageFailed
+from kernelgrade.evaluator.host.host_lock import HostLock
+from kernelgrade.evaluator.host.session import RunSession, StageFailed
 from kernelgrade.evaluator.sandbox.launcher import Launcher
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 def describe_inputs(problem: ProblemRecord) -> tuple[str, ...]:
     import torch
 
-    from kernelgrade.evaluator.child.submission_module import load_problem_module
+    from kernelgrade.evaluator.source_module import load_problem_module
 
     module = load_problem_module(problem.source, problem.name)
     with torch.device("meta"):

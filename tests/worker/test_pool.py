@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from kernelgrade.evaluator import SubprocessLauncher
-from kernelgrade.service.worker.judge import Judge
-from kernelgrade.service.worker.judges import JudgeSlot
-from kernelgrade.service.worker.pool import WorkerPool
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.problems import upsert_problem
 from kernelgrade.storage.records import JobStatus
 from kernelgrade.storage.submissions import get_submission
 from kernelgrade.storage.workers import list_workers
+from kernelgrade.worker.judge import Judge
+from kernelgrade.worker.judges import JudgeSlot
+from kernelgrade.worker.pool import WorkerPool
 from tests.service.conftest import add_builtin, base_settings
 from tests.service.servers import wait_until
 from tests.service.sources import CORRECT, slow_correct
@@ -73,7 +73,7 @@ def test_stopping_hands_the_running_job_back_uncharged(database: Database, datab
     try:
         wait_until(lambda: _evaluation(database, view.submission.id).status is JobStatus.RUNNING, JOB_S, "running")
     finally:
-        with caplog.at_level(logging.WARNING, logger="kernelgrade.service.worker.judge"):
+        with caplog.at_level(logging.WARNING, logger="kernelgrade.worker.judge"):
             pool.stop()
             requeued = _evaluation(database, view.submission.id)
             pool.judges[0].thread.join(JOB_S)  # the abandoned evaluation ends, and must not be recorded

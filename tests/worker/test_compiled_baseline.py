@@ -23,11 +23,6 @@ from kernelgrade.evaluator import (
     TimingStats,
     Verdict,
 )
-from kernelgrade.service.worker.grading_request import RequestBuilder
-from kernelgrade.service.worker.job_outcome import baseline_to_store
-from kernelgrade.service.worker.judge import GradeOutcome, Judge
-from kernelgrade.service.worker.judges import JudgeSlot
-from kernelgrade.service.worker.pool import WorkerPool
 from kernelgrade.storage.baselines import fresh_baseline, record_baseline
 from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
@@ -36,6 +31,11 @@ from kernelgrade.storage.migrate import upgrade
 from kernelgrade.storage.problems import latest_problem
 from kernelgrade.storage.records import ClaimedJob, EvaluationRecord, JobStatus, ProblemRecord
 from kernelgrade.storage.submissions import get_submission
+from kernelgrade.worker.grading_request import RequestBuilder
+from kernelgrade.worker.job_outcome import baseline_to_store
+from kernelgrade.worker.judge import GradeOutcome, Judge
+from kernelgrade.worker.judges import JudgeSlot
+from kernelgrade.worker.pool import WorkerPool
 from tests.service.conftest import add_builtin, base_settings
 from tests.service.servers import wait_until
 from tests.service.sources import CORRECT, variant
@@ -152,7 +152,7 @@ def test_a_measured_baseline_is_stored_only_with_a_recorded_result(
         return EvalResult(verdict=Verdict.CORRECT, problem="add_relu", problem_hash=problem.content_hash,
                           precision="fp32", speedup=1.1, compiled_baseline=baseline, speedup_vs_compiled=0.4)
 
-    monkeypatch.setattr("kernelgrade.service.worker.judge.evaluate", grade)
+    monkeypatch.setattr("kernelgrade.worker.judge.evaluate", grade)
     assert view.evaluation is not None
     assert judge.grade_delivered(view.evaluation.id) is GradeOutcome.GRADED
     with database.session() as session:

@@ -18,14 +18,14 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator.child import tensorfile
-from kernelgrade.evaluator.child.submission_module import load_problem_module
 from kernelgrade.evaluator.compare import Expected, flatten_outputs
 from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
 from kernelgrade.evaluator.request import PrecisionKind, ProblemSpec
 from kernelgrade.evaluator.rounding import Rounding, round_to
+from kernelgrade.evaluator.source_module import load_problem_module
 from kernelgrade.evaluator.timing import device_synchronize
+from kernelgrade.evaluator.wire import tensorfile
 
 
 def derive_seed(seed: int, kind: str, index: int, secret: str) -> int:
@@ -185,7 +185,7 @@ def _nbytes(values: Sequence[Any]) -> int:
 
 def save_timing_sets(reference: Reference, work_dir: Path, count: int, seed: int, secret: str,
                      cancelled: threading.Event | None = None) -> tuple[list[list[Any]], list[Path]]:
-    """An evaluation's timing input sets (TIMING.md), as values for the judge and as files for a child. Once
+    """An evaluation's timing input sets (docs/timing.md), as values for the judge and as files for a child. Once
     `cancelled` is set no further set is begun: the sets made so far are returned."""
     sets: list[list[Any]] = []
     paths: list[Path] = []

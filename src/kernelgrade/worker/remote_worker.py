@@ -21,13 +21,14 @@ from datetime import timedelta
 from celery import Celery
 
 from kernelgrade.config import Settings
-from kernelgrade.service.worker.celery_app import GRADE_TASK, CelerySender, make_celery, queue_name
-from kernelgrade.service.worker.judge import GradeOutcome, Judge
-from kernelgrade.service.worker.judges import JudgeSlot, discover_judges
-from kernelgrade.service.worker.pool import WorkerPool
+from kernelgrade.logs import configure_logging
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import queued_job
 from kernelgrade.storage.lease_reaper import reap_expired, reap_unsent
+from kernelgrade.worker.celery_app import GRADE_TASK, CelerySender, make_celery, queue_name
+from kernelgrade.worker.judge import GradeOutcome, Judge
+from kernelgrade.worker.judges import JudgeSlot, discover_judges
+from kernelgrade.worker.pool import WorkerPool, pool_ready
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ ALIVE_FILE = "worker.alive"
 
 @dataclass(frozen=True)
 class WorkerOptions:
-    # None: detected (kernelgrade.evaluator.judge.environment.device_class).
+    # None: detected (kernelgrade.evaluator.host.environment.device_class).
     device_class: str | None = None
     # Judges in this worker; None: one per visible GPU, or one CPU judge.
     concurrency: int | None = None
@@ -141,8 +142,6 @@ class Reaper:
 
 
 def run_worker(settings: Settings, options: WorkerOptions) -> int:
-    from kernelgrade.service.server import configure_logging, pool_ready
-
     configure_logging(settings.log_level)
     if not pool_ready(settings):
         return 2

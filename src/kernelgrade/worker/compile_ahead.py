@@ -17,11 +17,11 @@ from dataclasses import replace
 
 from kernelgrade.config import Settings
 from kernelgrade.evaluator import Launcher, precompile
-from kernelgrade.service.worker.build_slots import BuildSlots
-from kernelgrade.service.worker.grading_request import RequestBuilder, problem_spec
-from kernelgrade.service.worker.input_shapes import fill_missing_shapes
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import QueuedJob, queued_job, queued_jobs
+from kernelgrade.worker.build_slots import BuildSlots
+from kernelgrade.worker.grading_request import RequestBuilder, problem_spec
+from kernelgrade.worker.input_shapes import fill_missing_shapes
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from kernelgrade.evaluator.child.header_pch import VARIANT_FLAGS, variant_flags
+from kernelgrade.evaluator.wire.pch_variants import VARIANT_FLAGS, variant_flags
 
 # g++ parses torch/extension.h in about 20 s on one core of a 2-core machine and writes 0.8 GB; five minutes
 # means the machine is swamped or the compiler hangs, and the builds go on without a PCH.
