@@ -1,6 +1,9 @@
 """Settings from the environment (KERNELGRADE_*). The only module that reads os.environ.
 
-Nothing here runs at import time: call Settings.from_env() where settings are needed.
+Nothing here runs at import time: call Settings.from_env() where settings are needed. Every field is
+validated where it is declared, so a bad value fails at startup with a SettingsError that names the
+variable, the value and what is accepted. `Settings(...)` itself is the defaults and what it is given;
+only from_env() reads the environment.
 """
 
 from __future__ import annotations
@@ -8,83 +11,138 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, Self, get_args, get_origin
+
+import annotated_types
+from pydantic import AfterValidator, BeforeValidator, Field, Strict, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.sources.utils import parse_env_vars
 
 PREFIX = "KERNELGRADE_"
+
+ON_WORDS = ("1", "true", "yes", "on")
+OFF_WORDS = ("0", "false", "no", "off")
+FLAG_ACCEPTED = "use on or off (also 1, true, yes / 0, false, no)"
+SWITCH_ACCEPTED = "use auto, on or off (also 1, true, yes / 0, false, no)"
+
+
+class SettingsError(ValueError):
+    """A setting with a value that is not accepted; the message says which, and what would be."""
+
+
+def _flag(value: object) -> object:
+    """The spellings an operator may use for on and off, in any case; anything else is refused."""
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in ON_WORDS:
+            return True
+        if word in OFF_WORDS:
+            return False
+    return value
+
+
+def _switch(value: object) -> object:
+    """auto, or a flag's spelling for on or off; empty counts as auto."""
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in ("", "auto"):
+            return "auto"
+        flag = _flag(word)
+        if isinstance(flag, bool):
+            return "on" if flag else "off"
+    return value
+
+
+def _lower(value: object) -> object:
+    return value.strip().lower() if isinstance(value, str) else value
 
 
 def _default_data_dir() -> Path:
     return Path.home() / ".local" / "share" / "kernelgrade"
 
 
-@dataclass(frozen=True)
-class Settings:
+def _default_host_lock() -> Path:
+    return Path(tempfile.gettempdir()) / "kernelgrade-cpu-measure.lock"
+
+
+Flag = Annotated[bool, BeforeValidator(_flag), Strict()]
+Switch = Annotated[Literal["auto", "on", "off"], BeforeValidator(_switch)]
+ExpandedPath = Annotated[Path, AfterValidator(Path.expanduser)]
+LogLevel = Annotated[Literal["debug", "info", "warning", "error", "critical"], BeforeValidator(_lower)]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=PREFIX, frozen=True, extra="forbid",
+                                      # An empty variable counts as unset: every field keeps its default.
+                                      env_ignore_empty=True)
+
     # Where the SQLite database, the compile cache and job work dirs live.
-    data_dir: Path = field(default_factory=_default_data_dir)
+    data_dir: ExpandedPath = Field(default_factory=_default_data_dir)
     # Empty: a SQLite file in data_dir. Otherwise any SQLAlchemy URL (postgresql+psycopg://...).
     database_url: str = ""
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: int = Field(default=8000, ge=1, le=65535)
     # Mixed into the seeds of secret correctness trials and timing inputs; keep it private per deployment.
     seed_secret: str = ""
-    # auto (the strongest that works here: bwrap, else unshare) | bwrap | unshare | none
-    sandbox: str = "auto"
+    # auto: the strongest that works here (bwrap, else unshare).
+    sandbox: Literal["auto", "bwrap", "unshare", "none"] = "auto"
     # The weakest sandbox level the operator accepts: none < unshare < bwrap. `none` is accepted only
     # together with allow_unsandboxed.
-    sandbox_minimum: str = "none"
+    sandbox_minimum: Literal["none", "unshare", "bwrap"] = "none"
     # The explicit opt-out that lets submissions run with no sandbox at all (KERNELGRADE_SANDBOX=none, or
     # auto where no sandbox works): they can then read what the service's user can read and reach local
     # servers. Without it, serve, worker and eval refuse to run submissions unsandboxed.
-    allow_unsandboxed: bool = False
-    # local | celery
-    dispatch: str = "local"
+    allow_unsandboxed: Flag = False
+    dispatch: Literal["local", "celery"] = "local"
     broker_url: str = "redis://127.0.0.1:6379/0"
     # Prepended to every queue name, so deployments (or concurrent test runs) can share one broker.
     queue_prefix: str = ""
     # MAX_JOBS of one build (ninja's parallel compiler processes). A load_inline build has two or three
     # translation units, so more than that gains nothing; the compile-ahead may lower it (build_slots.py).
-    compile_jobs: int = 4
+    compile_jobs: int = Field(default=4, ge=1)
     # Concurrent compile-ahead builds in the embedded worker pool (they overlap the device stage of other jobs).
     # 0: as many as the host holds beside its GPU judges (cores and memory; worker/build_slots.py), and
     # one on a CPU-only pool. A positive value is taken as given.
-    compile_workers: int = 0
+    compile_workers: int = Field(default=0, ge=0)
     # Compile load_inline's generated main.cpp against a precompiled torch/extension.h, built by the judge once
     # per compiler, torch version and flag variant under the cache dir (about 0.8 GB each). CPU builds only, so far.
-    precompiled_headers: bool = True
+    precompiled_headers: Flag = True
     # Build CUDA sources without their `#include <torch/extension.h>` first, and as given where that fails: about
     # half of nvcc's time (evaluator/child/lean_header.py). Off: every build exactly as the submission asks.
-    lean_cuda_header: bool = True
+    lean_cuda_header: Flag = True
     # A job is tried at most this many times before it is failed with the reason.
-    max_attempts: int = 3
+    max_attempts: int = Field(default=3, ge=1)
     # A worker renews its lease on a job every lease_seconds / 3; an expired lease means the worker died.
-    lease_seconds: float = 60.0
-    # Open mode: no API key needed. Defaults to on when bound to loopback.
-    open_mode: str = "auto"
+    lease_seconds: float = Field(default=60.0, gt=0)
+    # Open mode: no API key needed. auto: on when bound to loopback.
+    open_mode: Switch = "auto"
     admin_key: str = ""
-    rate_limit_per_minute: int = 120
-    quota_per_day: int = 5000
-    max_source_bytes: int = 512 * 1024
+    # Per key; 0: no limit.
+    rate_limit_per_minute: int = Field(default=120, ge=0)
+    # Submissions per key in 24 hours; 0: no quota.
+    quota_per_day: int = Field(default=5000, ge=0)
+    max_source_bytes: int = Field(default=512 * 1024, ge=1)
     # A whole request body (a batch carries several sources, JSON-escaped) may be at most this large.
-    max_request_bytes: int = 16 * 1024 * 1024
+    max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1)
     # Submissions in one POST /v1/submissions/batch.
-    max_batch: int = 32
-    log_level: str = "info"
+    max_batch: int = Field(default=32, ge=1)
+    log_level: LogLevel = "info"
     # standard: the full protocol of docs/timing.md. fast: fewer trials and a short timing loop, for tests and
     # demos on small machines; results say which parameters were used.
-    timing_profile: str = "standard"
-    # Also time torch.compile of the reference and report the speedup against it: auto | on | off. A
-    # measurement costs an inductor compile (up to minutes) plus a timing loop, once per problem version,
-    # device class and torch version; auto measures under the standard profile only, so that the fast
-    # profile of tests and demos stays fast.
-    compiled_baseline: str = "auto"
+    timing_profile: Literal["standard", "fast"] = "standard"
+    # Also time torch.compile of the reference and report the speedup against it. A measurement costs an
+    # inductor compile (up to minutes) plus a timing loop, once per problem version, device class and torch
+    # version; auto measures under the standard profile only, so that the fast profile of tests and demos
+    # stays fast.
+    compiled_baseline: Switch = "auto"
     # A stored measurement is reused this long, then measured again: it drifts with drivers, clocks and
     # host load that the key does not capture, and a failed one is retried at this pace (a week).
-    compiled_baseline_max_age_hours: float = 168.0
+    compiled_baseline_max_age_hours: float = Field(default=168.0, ge=0)
     # Judges of the embedded pool: -1 = one per visible GPU, or one CPU judge when there is none; 0 = no
     # embedded pool (API only, workers run elsewhere).
-    local_judges: int = -1
+    local_judges: int = Field(default=-1, ge=-1)
     # Run children each GPU judge keeps started and warm (torch imported, device context made) for the next
     # submissions, and whether it keeps references with their expected outputs between evaluations. 0: start
     # each child on demand and keep nothing, as a one-off `kernelgrade eval` does. Three, because a start (3-6 s
@@ -92,14 +150,14 @@ class Settings:
     # evaluations: on an H100, back-to-back jobs waited 0.33 s per verdict (mean) for theirs with two and
     # 0.15 s with three, side by side. Each spare holds a CUDA context and a torch process's host memory. A
     # CPU judge keeps at most one (its spares start one at a time, beside builds on the same cores).
-    warm_children: int = 3
+    warm_children: int = Field(default=3, ge=0)
     # A lock file every judge of the host opens: held around CPU measurements and CPU run children's starts,
     # so that judges in separate processes (workers started side by side) keep out of each other's timing
     # (evaluator/host/host_lock.py). In the temp dir, which all of a host's workers share whatever their
     # data dirs.
-    host_lock: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "kernelgrade-cpu-measure.lock")
+    host_lock: ExpandedPath = Field(default_factory=_default_host_lock)
     # An idle judge looks for queued jobs this often when nothing wakes it (jobs queued by another process).
-    poll_seconds: float = 2.0
+    poll_seconds: float = Field(default=2.0, gt=0)
     # Where `kernelgrade submit` sends submissions; empty: http://{host}:{port}.
     server_url: str = ""
     # The key `kernelgrade submit` sends (X-API-Key); empty in open mode.
@@ -108,17 +166,31 @@ class Settings:
     # broker lost the task. Five minutes: more than a job waits behind the one or two ahead of it on an
     # unbacklogged judge (a GPU job compiles and runs in a minute or two), so a healthy service sends nothing
     # twice, and a lost task is found within minutes. Longer waits (a backlog) back off (storage.lease_reaper).
-    resend_queued_seconds: float = 300.0
+    resend_queued_seconds: float = Field(default=300.0, gt=0)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            raw = env.get(PREFIX + f.name.upper())
-            if raw is not None:
-                values[f.name] = _parse(f.type, raw)
-        return replace(cls(**values), **overrides)
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Only what the constructor is given: from_env() reads the variables itself, from the mapping it is
+        # handed, so that constructing Settings in code (tests, benches) never picks up the caller's shell.
+        return (init_settings,)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Self:
+        """The KERNELGRADE_* variables of `environ` (default: os.environ), then `overrides` (field names,
+        e.g. from command-line options) on top. Raises SettingsError naming every bad value."""
+        values = EnvironSource(cls, os.environ if environ is None else environ)()
+        try:
+            return cls(**{**values, **overrides})
+        except ValidationError as exc:
+            raise SettingsError("; ".join(_problems(exc, cls.model_fields, set(overrides)))) from None
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with `changes`, validated like the rest."""
+        return type(self)(**{**self.model_dump(), **changes})
 
     @property
     def cache_dir(self) -> Path:
@@ -138,29 +210,65 @@ class Settings:
 
     @property
     def measures_compiled_baseline(self) -> bool:
-        if self.compiled_baseline in ("auto", ""):
+        if self.compiled_baseline == "auto":
             return self.timing_profile != "fast"
-        return _truthy(self.compiled_baseline)
+        return self.compiled_baseline == "on"
 
     @property
     def is_open(self) -> bool:
-        if self.open_mode in ("auto", ""):
+        if self.open_mode == "auto":
             return self.host in ("127.0.0.1", "localhost", "::1")
-        return _truthy(self.open_mode)
+        return self.open_mode == "on"
 
 
-def _truthy(value: str) -> bool:
-    return value.lower() in ("1", "true", "yes", "on")
+class EnvironSource(EnvSettingsSource):
+    """pydantic-settings' reading of environment variables (prefix, names, empty values), from a given
+    mapping instead of os.environ."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self.environ = environ  # read by the base class's __init__, through _load_env_vars
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(self.environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
 
 
-def _parse(kind: Any, raw: str) -> Any:
-    name = kind if isinstance(kind, str) else getattr(kind, "__name__", "")
-    if name == "Path":
-        return Path(raw).expanduser()
-    if name == "int":
-        return int(raw)
-    if name == "float":
-        return float(raw)
-    if name == "bool":
-        return _truthy(raw)
-    return raw
+def _problems(error: ValidationError, fields: Mapping[str, FieldInfo], overridden: set[str]) -> list[str]:
+    """One line per bad field: the variable (or the overriding name), its value, and what is accepted."""
+    problems: dict[str, str] = {}
+    for item in error.errors():
+        name = str(item["loc"][0]) if item["loc"] else ""
+        field = fields.get(name)
+        if field is None:
+            problems[name] = f"{name}: not a setting"
+            continue
+        source = name if name in overridden else PREFIX + name.upper()
+        problems.setdefault(name, f"{source}={item['input']!r}: {accepted(field)}")
+    return list(problems.values())
+
+
+def accepted(field: FieldInfo) -> str:
+    """What a field accepts, in the words of an error message."""
+    kind = field.annotation
+    if get_origin(kind) is Literal:
+        choices = [str(choice) for choice in get_args(kind)]
+        return SWITCH_ACCEPTED if choices == ["auto", "on", "off"] else "use " + _either(choices)
+    if kind is bool:
+        return FLAG_ACCEPTED
+    if kind is Path:
+        return "use a path"
+    number = "a whole number" if kind is int else "a number"
+    low = next((m.ge for m in field.metadata if isinstance(m, annotated_types.Ge)), None)
+    high = next((m.le for m in field.metadata if isinstance(m, annotated_types.Le)), None)
+    above = next((m.gt for m in field.metadata if isinstance(m, annotated_types.Gt)), None)
+    if low is not None and high is not None:
+        return f"use {number} from {low} to {high}"
+    if low is not None:
+        return f"use {number} of at least {low}"
+    if above is not None:
+        return f"use {number} above {above}"
+    return f"use {number}"
+
+
+def _either(choices: list[str]) -> str:
+    return choices[0] if len(choices) == 1 else f"{', '.join(choices[:-1])} or {choices[-1]}"

@@ -42,8 +42,6 @@ def dispatch_for(settings: Settings, database: Database) -> Dispatch | None:
 
 
 def build_app(settings: Settings, database: Database) -> FastAPI:
-    if settings.dispatch not in ("local", "celery"):
-        raise ValueError(f"unknown dispatch {settings.dispatch!r}; use local or celery (KERNELGRADE_DISPATCH)")
     return create_app(settings, database=database, dispatch=dispatch_for(settings, database))
 
 

@@ -74,6 +74,12 @@ def test_usage_errors_exit_2_with_a_message(args: tuple[str, ...], data_dir: Pat
     assert any(line.startswith("error: ") for line in done.stderr.splitlines()), done.stderr
 
 
+def test_a_bad_setting_exits_2_naming_the_variable_and_what_is_accepted(data_dir: Path) -> None:
+    done = kernelgrade("eval", "add_relu", str(HONEST), data_dir=data_dir, KERNELGRADE_SANDBOX="docker")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "error: KERNELGRADE_SANDBOX='docker': use auto, bwrap, unshare or none\n"
+
+
 def test_no_sandbox_is_refused_without_the_opt_out(data_dir: Path) -> None:
     done = kernelgrade("eval", "add_relu", str(HONEST), "--no-timing", "--sandbox", "none", data_dir=data_dir)
     assert done.returncode == 2 and done.stdout == ""

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ def base_settings(tmp_path: Path, url: str, **overrides: Any) -> Settings:
     tests/evaluator/test_header_pch.py tests them)."""
     settings = Settings(data_dir=tmp_path, database_url=url, timing_profile="fast", local_judges=0,
                         precompiled_headers=False)
-    return replace(settings, **overrides)
+    return settings.replace(**overrides)
 
 
 def add_builtin(database: Database, name: str = "add_relu") -> None:

@@ -91,3 +91,25 @@ def test_problems_import_is_idempotent_on_content(env: str, tmp_path: Path, caps
     assert names == ["1_add_one", "2_add_two"]
     assert two is not None and "2.5" in two.source and two.level == 1
     assert _import(tmp_path / "missing") == 2
+
+
+@pytest.mark.parametrize("command", [
+    ["serve"],
+    ["worker"],
+    ["eval", "add_relu", "submission.py"],
+    ["submit", "submission.py", "--problem", "add_relu"],
+    ["db", "upgrade"],
+])
+def test_a_bad_setting_stops_the_command_with_what_is_accepted(command: list[str], tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("KERNELGRADE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("KERNELGRADE_TIMING_PROFILE", "quick")
+    monkeypatch.setenv("KERNELGRADE_OPEN_MODE", "sometimes")
+    (tmp_path / "submission.py").write_text("class ModelNew: ...\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(command) == 2
+    assert capsys.readouterr().err == ("error: KERNELGRADE_OPEN_MODE='sometimes': use auto, on or off"
+                                       " (also 1, true, yes / 0, false, no);"
+                                       " KERNELGRADE_TIMING_PROFILE='quick': use standard or fast\n")
+    assert not (tmp_path / "kernelgrade.db").exists(), "the command went on to open its database"

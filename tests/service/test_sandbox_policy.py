@@ -7,7 +7,6 @@ import logging
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -48,7 +47,7 @@ def test_the_policy_names_the_opt_out_and_honours_it(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path, sandbox="none")
     with pytest.raises(SandboxUnavailable, match="KERNELGRADE_SANDBOX=none KERNELGRADE_ALLOW_UNSANDBOXED=1"):
         settings_launcher(settings)
-    assert settings_launcher(replace(settings, allow_unsandboxed=True)).level == "none"
+    assert settings_launcher(settings.replace(allow_unsandboxed=True)).level == "none"
     assert Settings.from_env({"KERNELGRADE_ALLOW_UNSANDBOXED": "1"}).allow_unsandboxed is True
     assert Settings.from_env({}).allow_unsandboxed is False
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelgrade.config import Settings
+from kernelgrade.config import Settings, SettingsError
 from kernelgrade.evaluator import (
     BaselinePlan,
     BaselineStatus,
@@ -31,7 +31,6 @@ from kernelgrade.storage.migrate import upgrade
 from kernelgrade.storage.problems import latest_problem
 from kernelgrade.storage.records import ClaimedJob, EvaluationRecord, JobStatus, ProblemRecord
 from kernelgrade.storage.submissions import get_submission
-from kernelgrade.worker.grading_request import RequestBuilder
 from kernelgrade.worker.job_outcome import baseline_to_store
 from kernelgrade.worker.judge import GradeOutcome, Judge
 from kernelgrade.worker.judges import JudgeSlot
@@ -104,8 +103,8 @@ def test_the_setting_measures_under_the_standard_profile_unless_told(environ: di
 def test_the_age_comes_from_the_environment_and_a_bad_choice_is_refused() -> None:
     settings = Settings.from_env({"KERNELGRADE_COMPILED_BASELINE_MAX_AGE_HOURS": "1.5"})
     assert settings.compiled_baseline_max_age_hours == 1.5
-    with pytest.raises(ValueError, match="KERNELGRADE_COMPILED_BASELINE"):
-        RequestBuilder(Settings(compiled_baseline="sometimes"))
+    with pytest.raises(SettingsError, match="KERNELGRADE_COMPILED_BASELINE='sometimes': use auto, on or off"):
+        Settings.from_env({"KERNELGRADE_COMPILED_BASELINE": "sometimes"})
 
 
 def test_the_judge_hands_a_fresh_stored_baseline_to_the_evaluator(database: Database, database_url: str,

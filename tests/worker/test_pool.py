@@ -5,20 +5,26 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import subprocess
+import sys
 import threading
+from datetime import datetime, timedelta
 from pathlib import Path
 
+import psutil
 import pytest
 
 from kernelgrade.evaluator import SubprocessLauncher
+from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.problems import upsert_problem
-from kernelgrade.storage.records import JobStatus
+from kernelgrade.storage.records import JobStatus, WorkerInfo
 from kernelgrade.storage.submissions import get_submission
 from kernelgrade.storage.workers import list_workers
 from kernelgrade.worker.judge import Judge
 from kernelgrade.worker.judges import JudgeSlot
-from kernelgrade.worker.pool import WorkerPool
+from kernelgrade.worker.pool import START_TIME_SLACK_S, WorkerPool, worker_gone
 from tests.service.conftest import add_builtin, base_settings
 from tests.service.servers import wait_until
 from tests.service.sources import CORRECT, slow_correct
@@ -26,6 +32,8 @@ from tests.storage.builders import add_submission, new_problem
 
 # Long enough for a slow correctness trial, short enough that a stuck test fails in reasonable time.
 JOB_S = 120.0
+# A child that exits at once is a zombie (or reaped) within milliseconds; seconds on a loaded host.
+EXIT_S = 30.0
 
 
 def _evaluation(database: Database, submission_id: int):  # type: ignore[no-untyped-def]
@@ -96,3 +104,40 @@ def test_a_gpu_judge_keeps_three_warm_children_and_a_cpu_judge_one(database: Dat
         assert judge.warm is not None and judge.warm.children.spares == spares
     finally:
         judge.close()
+
+
+def _registered(pid: int, started_at: datetime) -> WorkerInfo:
+    return WorkerInfo(name=f"host:{pid}:cpu0", device_class="cpu-test", serves=("cpu",), host="host", pid=pid,
+                      versions=(), current_evaluation_id=None, started_at=started_at, last_heartbeat=started_at)
+
+
+def test_a_worker_whose_process_runs_is_not_gone() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert not worker_gone(_registered(child.pid, utcnow()))
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_worker_is_gone_when_its_pid_is_free_a_zombie_or_our_own() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    registered = _registered(child.pid, utcnow())
+    try:
+        wait_until(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE, EXIT_S, "the child's exit")
+        assert worker_gone(registered)
+    finally:
+        child.wait()
+    assert not psutil.pid_exists(child.pid) and worker_gone(registered)
+    assert worker_gone(_registered(os.getpid(), utcnow()))
+
+
+def test_a_worker_is_gone_when_its_pid_belongs_to_a_process_started_after_it_registered() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        long_ago = utcnow() - timedelta(seconds=START_TIME_SLACK_S + 60)
+        assert worker_gone(_registered(child.pid, long_ago))
+        assert not worker_gone(_registered(child.pid, utcnow() - timedelta(seconds=START_TIME_SLACK_S / 2)))
+    finally:
+        child.kill()
+        child.wait()

@@ -1,7 +1,8 @@
 """The `kernelgrade` command line: parses arguments and calls into the packages.
 
 Each command module registers its subcommands; heavy imports (torch, FastAPI, SQLAlchemy) happen only
-inside the command that needs them, so `kernelgrade eval` runs where only torch is installed.
+inside the command that needs them, so `kernelgrade eval` runs where only torch and pydantic-settings (the
+settings) are installed.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Sequence
 
 from kernelgrade import __version__
 from kernelgrade.cli import eval_command, problem_commands
+from kernelgrade.cli.eval_command import EXIT_USAGE
+from kernelgrade.config import SettingsError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +40,11 @@ def _register_service_commands(commands: argparse._SubParsersAction[argparse.Arg
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    code: int = args.handler(args)
+    try:
+        code: int = args.handler(args)
+    except SettingsError as exc:  # a usage error, whichever command read the settings
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     return code
 
 

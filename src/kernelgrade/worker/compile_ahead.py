@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from kernelgrade.config import Settings
 from kernelgrade.evaluator import Launcher, precompile
@@ -40,7 +39,7 @@ class CompileAhead:
         self.settings, self.database, self.launcher = settings, database, launcher
         self.serves = tuple(serves)
         self.must_stay_quiet, self.wake, self.stopping = must_stay_quiet, wake, stopping
-        self.builder = RequestBuilder(replace(settings, compile_jobs=self.slots.jobs))
+        self.builder = RequestBuilder(settings.replace(compile_jobs=self.slots.jobs))
         self.lookahead = max(LOOKAHEAD, 2 * self.slots.workers)
         # Jobs a thread has taken while they are still queued, and those being built now (kept until the build
         # ends even if the job leaves the window, so that a job requeued meanwhile is not built twice at once).

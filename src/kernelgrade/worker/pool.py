@@ -16,6 +16,8 @@ import socket
 import threading
 from typing import TYPE_CHECKING
 
+import psutil
+
 from kernelgrade import __version__
 from kernelgrade.config import Settings
 from kernelgrade.sandbox_policy import unsandboxed
@@ -35,6 +37,11 @@ log = logging.getLogger(__name__)
 
 # Threads still busy this long after stop() are left behind (they are daemons; the process exits anyway).
 STOP_JOIN_S = 5.0
+# A process that started this long after a worker registered is another one, reusing the worker's pid. Its
+# start time is the kernel's boot time (whole seconds) plus its age, so it moves with every step of the wall
+# clock since boot: a minute absorbs the rounding and a clock correction, while a pid taken over after a
+# restart is usually a process started far later. One missed only waits for the lease to expire, as before.
+START_TIME_SLACK_S = 60.0
 
 
 class WorkerPool:
@@ -87,7 +94,7 @@ class WorkerPool:
                     ("sandbox", sandbox))
         host = socket.gethostname()
         with self.database.session() as session:
-            dead = [w for w in workers_on_host(session, host) if _gone(w)]
+            dead = [w for w in workers_on_host(session, host) if worker_gone(w)]
             freed = expire_leases(session, [w.name for w in dead])
             remove_workers(session, [w.name for w in dead])
             for judge, slot in zip(self.judges, slots, strict=True):
@@ -160,32 +167,29 @@ def pool_launcher(settings: Settings) -> Launcher:
 
 
 def pool_ready(settings: Settings) -> bool:
-    """Refuse to start (with the reason) where the judges could not isolate submissions as required, or
-    the settings name an unknown grading profile."""
+    """Refuse to start (with the reason) where the judges could not isolate submissions as required."""
     from kernelgrade.evaluator.sandbox.levels import SandboxUnavailable
-    from kernelgrade.worker.grading_request import RequestBuilder
 
     try:
-        RequestBuilder(settings)
         pool_launcher(settings)
     except SandboxUnavailable as exc:
         log.error("refusing to start the worker pool: %s", exc)
         return False
-    except ValueError as exc:
-        log.error("cannot start the worker pool: %s", exc)
-        return False
     return True
 
 
-def _gone(worker: WorkerInfo) -> bool:
-    """True if the worker's process surely no longer runs: a pid that does not exist, or our own pid (a
-    container restarted with the same pid) under another name."""
+def worker_gone(worker: WorkerInfo) -> bool:
+    """True if the worker's process surely no longer runs: its pid is free, a zombie, our own (a container
+    restarted with the same pid) or another process's, one started after the worker registered."""
     if worker.pid == os.getpid():
         return True
     try:
-        os.kill(worker.pid, 0)
-    except ProcessLookupError:
+        process = psutil.Process(worker.pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return True
+        started = process.create_time()
+    except psutil.NoSuchProcess:
         return True
-    except PermissionError:
+    except psutil.AccessDenied:
         return False
-    return False
+    return started > worker.started_at.timestamp() + START_TIME_SLACK_S
