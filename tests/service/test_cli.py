@@ -15,8 +15,8 @@ from kernelgrade.cli.service_commands import add_import_arguments
 from kernelgrade.service.key_material import key_prefix, matches
 from kernelgrade.storage.api_keys import key_by_prefix
 from kernelgrade.storage.database import Database
-from kernelgrade.storage.migrate import head_revision
 from kernelgrade.storage.jobs import Lease, claim_next, finish_job, record_progress
+from kernelgrade.storage.migrate import head_revision
 from kernelgrade.storage.problems import latest_problem, list_latest_problems
 from kernelgrade.storage.records import ClaimedJob, JobStatus, ProgressUpdate
 from kernelgrade.worker.job_outcome import outcome_from_result

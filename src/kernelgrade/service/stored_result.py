@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from kernelgrade.service.schemas import CompiledBaselineOut, FailureOut, FindingOut, TimingOut
+from kernelgrade.storage.records import EvaluatorJson
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class StoredResult(BaseModel):
     compiled_baseline_reused: bool = False
 
     @classmethod
-    def read(cls, data: dict[str, Any] | None) -> StoredResult:
+    def read(cls, data: EvaluatorJson | None) -> StoredResult:
         """The parts of a stored result; none (the row's columns still say the verdict, speedup and error)
         for a job that has no result yet or one that does not read, which is logged rather than raised so that
         one bad row cannot make a listing fail."""
