@@ -3,8 +3,9 @@ into the response's own types (TimingOut, FailureOut, FindingOut, CompiledBaseli
 pages show (trials, timing samples). They declare the parts of the blob that the API and the pages read;
 what they do not declare (logs, stage times, ...) reaches owners unparsed in EvaluationOut.result.
 
-Each part has the evaluator's defaults for the fields it added over time, so rows stored by earlier versions
-read as they did."""
+Fields the evaluator added over time have defaults (its own, or "?" where the edge shows that it does not
+know), so rows stored by earlier versions read as they did; tests/service/test_stored_results.py keeps a
+stored row of each shape that must go on reading."""
 
 from __future__ import annotations
 
