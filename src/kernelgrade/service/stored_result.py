@@ -4,8 +4,8 @@ pages show (trials, timing samples). They declare the parts of the blob that the
 what they do not declare (logs, stage times, ...) reaches owners unparsed in EvaluationOut.result.
 
 Fields the evaluator added over time have defaults (its own, or "?" where the edge shows that it does not
-know), so rows stored by earlier versions read as they did; tests/service/test_stored_results.py keeps a
-stored row of each shape that must go on reading."""
+know), so rows stored by earlier versions read as they did; tests/service/stored_result.json is a row
+stored by an earlier version that must go on reading."""
 
 from __future__ import annotations
 
