@@ -10,15 +10,20 @@ from kernelgrade.service.pages.board_pages import speedup_interval
 from kernelgrade.service.pages.explanations import VERDICTS, explain_verdict, relevant_lines, source_excerpt
 from kernelgrade.service.pages.problem_page import baselines
 from kernelgrade.service.schemas import VerdictName
+from kernelgrade.service.stored_result import StoredResult
 from kernelgrade.storage.page_data import ReferenceMedian
 
 
-def timing(low: float, high: float) -> dict[str, float]:
-    return {"ci95_low_ms": low, "ci95_high_ms": high}
+def timing(low: float, high: float) -> dict[str, object]:
+    """A stored timing whose median's 95% interval is [low, high]."""
+    middle = (low + high) / 2
+    return {"n": 10, "median_ms": middle, "mean_ms": middle, "std_ms": 0.1, "min_ms": low, "max_ms": high,
+            "ci95_low_ms": low, "ci95_high_ms": high, "stop_reason": "target precision", "samples_ms": [middle]}
 
 
 def test_speedup_interval_bounds_reference_over_candidate_from_both_sides() -> None:
-    interval = speedup_interval({"reference_timing": timing(9.0, 11.0), "candidate_timing": timing(4.0, 5.0)})
+    result = StoredResult.read({"reference_timing": timing(9.0, 11.0), "candidate_timing": timing(4.0, 5.0)})
+    interval = speedup_interval(result)
     assert interval is not None
     assert (interval.low, interval.high) == pytest.approx((9.0 / 5.0, 11.0 / 4.0))
 
@@ -27,7 +32,7 @@ def test_speedup_interval_bounds_reference_over_candidate_from_both_sides() -> N
                                     "candidate_timing": timing(0.0, 1.0)}, {"reference_timing": {"n": 3},
                                     "candidate_timing": timing(1, 2)}])
 def test_speedup_interval_is_none_without_two_usable_intervals(result: dict[str, object]) -> None:
-    assert speedup_interval(result) is None
+    assert speedup_interval(StoredResult.read(result)) is None
 
 
 def test_baselines_take_the_median_of_reference_medians_per_device_class() -> None:

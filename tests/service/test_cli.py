@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
+import threading
 from pathlib import Path
 
+import httpx
 import pytest
 
 from kernelgrade.cli import main
@@ -12,8 +15,15 @@ from kernelgrade.cli.service_commands import add_import_arguments
 from kernelgrade.service.key_material import key_prefix, matches
 from kernelgrade.storage.api_keys import key_by_prefix
 from kernelgrade.storage.database import Database
+from kernelgrade.storage.jobs import Lease, claim_next, finish_job, record_progress
 from kernelgrade.storage.migrate import head_revision
 from kernelgrade.storage.problems import latest_problem, list_latest_problems
+from kernelgrade.storage.records import ClaimedJob, JobStatus, ProgressUpdate
+from kernelgrade.worker.job_outcome import outcome_from_result
+from tests.service.conftest import ApiFactory
+from tests.service.results import full_result
+from tests.service.servers import wait_until
+from tests.service.sources import CORRECT, variant
 
 PROBLEM = '''import torch
 import torch.nn as nn
@@ -113,3 +123,55 @@ def test_a_bad_setting_stops_the_command_with_what_is_accepted(command: list[str
                                        " (also 1, true, yes / 0, false, no);"
                                        " KERNELGRADE_TIMING_PROFILE='quick': use standard or fast\n")
     assert not (tmp_path / "kernelgrade.db").exists(), "the command went on to open its database"
+
+
+# Over the CLI's poll interval (1 s), so that a poll lands while the job shows its correctness stage.
+STAGE_SHOWN_S = 2.5
+
+
+def _judge_one(database: Database, ran: list[ClaimedJob]) -> None:
+    """What a judge writes for the next queued job: its correctness stage, a while later its result."""
+    claimed: list[ClaimedJob] = []
+
+    def claim() -> bool:
+        with database.session() as session:
+            job = claim_next(session, Lease("judge", 60), {"cpu": "cpu-test"}, 3)
+        claimed.extend([job] if job is not None else [])
+        return job is not None
+
+    wait_until(claim, 30.0, "the submission to be queued", 0.1)
+    job = claimed[0]
+    with database.session() as session:
+        update = ProgressUpdate("correctness", "checking correctness", 2, 5)
+        record_progress(session, job.evaluation_id, "judge", JobStatus.RUNNING, update)
+    threading.Event().wait(STAGE_SHOWN_S)
+    with database.session() as session:
+        finish_job(session, job.evaluation_id, "judge", outcome_from_result(full_result()))
+    ran.append(job)
+
+
+def test_submit_follows_the_grading_and_prints_the_verdict(api_factory: ApiFactory, database: Database,
+                                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("KERNELGRADE_DATA_DIR", str(tmp_path))
+    server = str(api_factory().base_url)
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(CORRECT)
+    ran: list[ClaimedJob] = []
+    judge = threading.Thread(target=_judge_one, args=(database, ran))
+    judge.start()
+    assert main(["submit", str(kernel), "--problem", "add_relu", "--server", server, "--wait"]) == 1  # flagged
+    judge.join()
+    out, err = capsys.readouterr()
+    assert len(ran) == 1 and f"submission {ran[0].submission_id} for add_relu" in err
+    assert "[queued] waiting for a judge" in err and "[correctness] checking correctness 2/5" in err
+    assert out.splitlines()[:3] == ["verdict     FLAGGED", "speedup     2.000x (reference 3.0000 ms, candidate"
+                                    " 1.5000 ms)", "reason      [timing/outputs_precomputed] the outputs were"
+                                    " ready before the timed call"]
+    kernel.write_text(variant(1))
+    assert main(["submit", str(kernel), "--problem", "add_relu", "--server", server, "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)  # the POST's answer: no source, and its warnings
+    read = httpx.get(f"{server}/v1/submissions/{printed['id']}").json()
+    assert printed["source"] is None and any("no worker for device 'cpu'" in w for w in printed["warnings"])
+    assert {**printed, "source": None, "warnings": []} == {**read, "source": None, "warnings": []}
+    assert printed["evaluation"]["status"] == "queued"

@@ -8,12 +8,14 @@ from collections.abc import Callable
 
 import pytest
 
+from kernelgrade.evaluator import Progress, Stage
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import Lease, claim_next
 from kernelgrade.storage.records import ClaimedJob, JobStatus, ProgressUpdate
 from kernelgrade.storage.submissions import get_submission
 from kernelgrade.worker import progress_poster
-from kernelgrade.worker.progress_poster import Posted, ProgressPoster
+from kernelgrade.worker.job_outcome import progress_to_store
+from kernelgrade.worker.progress_poster import ProgressPoster
 from tests.storage.builders import CPU_ROUTES, add_problem, add_submission
 
 # How long a post may take at most: far below the write it must not wait for, which blocks until released.
@@ -54,7 +56,7 @@ def _held_writes(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list
 
 def _post(poster: ProgressPoster, job: ClaimedJob, stage: str) -> float:
     started = time.monotonic()
-    poster.post(Posted(job.evaluation_id, job.owner, JobStatus.RUNNING, ProgressUpdate(stage, stage)))
+    poster.post(job, JobStatus.RUNNING, ProgressUpdate(stage, stage))
     return time.monotonic() - started
 
 
@@ -87,4 +89,24 @@ def test_an_update_overtaken_before_its_write_is_dropped(database: Database, mon
     release.set()
     poster.flush()
     assert written == ["load", "timing"] and _stage(database, job) == "timing"
+    poster.close()
+
+
+def _status(database: Database, job: ClaimedJob) -> tuple[str, str | None, int, int]:
+    with database.session() as session:
+        view = get_submission(session, job.submission_id)
+    assert view is not None and view.evaluation is not None and view.evaluation.progress is not None
+    progress = view.evaluation.progress
+    return view.evaluation.status.value, progress.stage, progress.done, progress.total
+
+
+def test_evaluate_s_reports_are_stored_as_compiling_until_the_submission_runs(database: Database) -> None:
+    job = _claimed(database)
+    poster = ProgressPoster(database)
+    poster.post(job, *progress_to_store(Progress(Stage.COMPILE, "building the extension")))
+    poster.flush()
+    assert _status(database, job) == ("compiling", "compile", 0, 0)
+    poster.post(job, *progress_to_store(Progress(Stage.CORRECTNESS, "checking correctness", 2, 5)))
+    poster.flush()
+    assert _status(database, job) == ("running", "correctness", 2, 5)
     poster.close()

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from kernelgrade.cli.report import junit_xml, result_warnings, verdict_table
 
@@ -62,6 +62,19 @@ def exit_code(verdict: str, speedup: float | None, min_speedup: float | None) ->
     return EXIT_OK
 
 
+class ShownProgress(Protocol):
+    """What a progress line shows: the evaluator's Progress (`eval`) or the API's ProgressOut (`submit --wait`)."""
+
+    @property
+    def stage(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def done(self) -> int: ...
+    @property
+    def total(self) -> int: ...
+
+
 class ProgressLine:
     """Live progress on stderr: rewritten in place on a terminal, one line per change otherwise."""
 
@@ -70,11 +83,9 @@ class ProgressLine:
         self.tty = stream.isatty()
         self.last = ""
 
-    def __call__(self, progress: object) -> None:
-        stage = getattr(progress, "stage", "")
-        message = getattr(progress, "message", "")
-        done, total = getattr(progress, "done", 0), getattr(progress, "total", 0)
-        text = f"[{getattr(stage, 'value', stage)}] {message}" + (f" {done}/{total}" if total else "")
+    def __call__(self, progress: ShownProgress) -> None:
+        stage, done, total = str(progress.stage), progress.done, progress.total
+        text = f"[{stage}] {progress.message}" + (f" {done}/{total}" if total else "")
         if text == self.last:
             return
         self.last = text

@@ -7,17 +7,16 @@ httpx, torch) happen inside the handlers.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kernelgrade.config import Settings
 
 if TYPE_CHECKING:
     from kernelgrade.service.client import ApiClient
+    from kernelgrade.service.schemas import EvaluationOut, ProgressOut, SubmissionOut
     from kernelgrade.storage.database import Database
 
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -210,64 +209,60 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _submit_and_follow(client: ApiClient, args: argparse.Namespace, source: str, server: str) -> int:
+    from kernelgrade.cli.eval_command import exit_code
     from kernelgrade.service.client import SubmissionRequest
 
     submission = client.submit(SubmissionRequest(args.problem, source, args.model, args.force, args.public))
-    note = " (identical to an earlier submission; add --force to grade again)" if submission.get("duplicate") else ""
-    print(f"submission {submission['id']} for {submission['problem']}: {server}/v1/submissions/{submission['id']}"
-          f"{note}", file=sys.stderr)
-    for warning in submission.get("warnings", []):
+    note = " (identical to an earlier submission; add --force to grade again)" if submission.duplicate else ""
+    print(f"submission {submission.id} for {submission.problem}: {server}/v1/submissions/{submission.id}{note}",
+          file=sys.stderr)
+    for warning in submission.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    if args.wait:
-        submission = _follow(client, submission)
-    if args.json:
-        print(json.dumps(submission, indent=2))
-    elif args.wait:
-        print(_verdict_summary(submission))
-    return _exit_code(submission) if args.wait else EXIT_OK
+    if not args.wait:
+        if args.json:
+            print(submission.model_dump_json(indent=2))
+        return EXIT_OK
+    submission, evaluation = _follow(client, submission)
+    print(submission.model_dump_json(indent=2) if args.json else _verdict_summary(evaluation))
+    return exit_code(str(evaluation.verdict), evaluation.speedup, None)
 
 
-def _follow(client: ApiClient, submission: dict[str, Any]) -> dict[str, Any]:
+def _follow(client: ApiClient, submission: SubmissionOut) -> tuple[SubmissionOut, EvaluationOut]:
+    """Poll until graded: the submission as last read, and its finished evaluation."""
     from kernelgrade.cli.eval_command import ProgressLine
 
     show = ProgressLine(sys.stderr)
-    while (submission.get("evaluation") or {}).get("status") != "done":
-        evaluation = submission.get("evaluation") or {}
-        show(_progress_event(evaluation))
+    while (evaluation := submission.evaluation) is None or evaluation.status != "done":
+        show(_progress_shown(evaluation))
         time.sleep(POLL_S)
-        submission = client.submission(int(submission["id"]))
-    return submission
+        submission = client.submission(submission.id)
+    return submission, evaluation
 
 
-def _progress_event(evaluation: dict[str, Any]) -> SimpleNamespace:
-    progress = evaluation.get("progress") or {}
-    status = evaluation.get("status", "queued")
-    if status == "queued":
-        ahead = evaluation.get("queue_position")
-        return SimpleNamespace(stage="queued", message=f"{ahead} job(s) ahead" if ahead else "waiting for a judge",
-                               done=0, total=0)
-    return SimpleNamespace(stage=progress.get("stage", status), message=progress.get("message", ""),
-                           done=progress.get("done", 0), total=progress.get("total", 0))
+def _progress_shown(evaluation: EvaluationOut | None) -> ProgressOut:
+    from kernelgrade.service.schemas import ProgressOut
+
+    if evaluation is None or evaluation.status == "queued":
+        ahead = evaluation.queue_position if evaluation is not None else None
+        return ProgressOut(stage="queued", message=f"{ahead} job(s) ahead" if ahead else "waiting for a judge",
+                           done=0, total=0)
+    return evaluation.progress or ProgressOut(stage=evaluation.status, message="", done=0, total=0)
 
 
-def _verdict_summary(submission: dict[str, Any]) -> str:
-    evaluation = submission.get("evaluation") or {}
-    lines = [f"verdict     {str(evaluation.get('verdict')).upper()}"]
-    if evaluation.get("speedup") is not None:
-        lines.append(f"speedup     {evaluation['speedup']:.3f}x (reference {evaluation['reference_median_ms']:.4f} ms,"
-                     f" candidate {evaluation['candidate_median_ms']:.4f} ms)")
-    failure = evaluation.get("failure")
+def _verdict_summary(evaluation: EvaluationOut) -> str:
+    lines = [f"verdict     {str(evaluation.verdict).upper()}"]
+    if evaluation.speedup is not None:
+        lines.append(f"speedup     {evaluation.speedup:.3f}x (reference {_ms(evaluation.reference_median_ms)},"
+                     f" candidate {_ms(evaluation.candidate_median_ms)})")
+    failure = evaluation.failure
     if failure:
-        lines.append(f"reason      [{failure['stage']}/{failure['code']}] {failure['message']}")
-    lines.append(f"attempts    {evaluation.get('attempts')}  device {evaluation.get('device_class')}")
-    warning = (evaluation.get("environment") or {}).get("warning")
-    if warning:
-        lines.append(f"warning     {warning}")
+        lines.append(f"reason      [{failure.stage}/{failure.code}] {failure.message}")
+    lines.append(f"attempts    {evaluation.attempts}  device {evaluation.device_class}")
+    if evaluation.environment and evaluation.environment.warning:
+        lines.append(f"warning     {evaluation.environment.warning}")
     return "\n".join(lines)
 
 
-def _exit_code(submission: dict[str, Any]) -> int:
-    from kernelgrade.cli.eval_command import exit_code
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f} ms"
 
-    evaluation = submission.get("evaluation") or {}
-    return exit_code(str(evaluation.get("verdict")), evaluation.get("speedup"), None)

@@ -1,4 +1,5 @@
-"""A small HTTP client for the kernelgrade API (used by `kernelgrade submit`); imports only httpx."""
+"""A small HTTP client for the kernelgrade API (used by `kernelgrade submit`); imports only httpx and the
+API's own schemas, which it reads the answers with."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
+
+from kernelgrade.service.schemas import SubmissionOut
 
 # A submission is a few hundred KiB at most; a server that does not answer within 30 s is down or stuck.
 REQUEST_TIMEOUT_S = 30.0
@@ -35,20 +39,32 @@ class ApiClient:
     def close(self) -> None:
         self.http.close()
 
-    def submit(self, request: SubmissionRequest) -> dict[str, Any]:
+    def submit(self, request: SubmissionRequest) -> SubmissionOut:
         body = {"problem": request.problem, "source": request.source, "model": request.model,
                 "force": request.force, "public": request.public}
-        return self._json(self.http.post("/v1/submissions", json=body))
+        return self._submission(self.http.post("/v1/submissions", json=body))
 
-    def submission(self, submission_id: int) -> dict[str, Any]:
+    def submission(self, submission_id: int) -> SubmissionOut:
         """GET /v1/submissions/{id}, waiting out a rate limit instead of failing."""
         while True:
             try:
-                return self._json(self.http.get(f"/v1/submissions/{submission_id}"))
+                return self._submission(self.http.get(f"/v1/submissions/{submission_id}"))
             except ApiClientError as exc:
                 if exc.status != 429 or exc.retry_after is None:
                     raise
                 time.sleep(exc.retry_after)
+
+    @classmethod
+    def _submission(cls, response: httpx.Response) -> SubmissionOut:
+        data = cls._json(response)
+        try:
+            return SubmissionOut.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise ApiClientError(response.status_code, "unexpected_response",
+                                 f"the server's answer is not a submission as this client reads it ({where}:"
+                                 f" {first['msg']}); use a client of the server's kernelgrade version") from exc
 
     @staticmethod
     def _json(response: httpx.Response) -> dict[str, Any]:

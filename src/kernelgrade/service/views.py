@@ -3,92 +3,71 @@ only for their submitter, admins and the open-mode local user (or everyone, for 
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 from kernelgrade.sandbox_policy import UNSANDBOXED_WARNING, unsandboxed
 from kernelgrade.service.auth import Principal
 from kernelgrade.service.schemas import (
-    CompiledBaselineOut,
     EnvironmentOut,
     EvaluationOut,
     FailureOut,
-    FindingOut,
     ProblemOut,
     ProblemSummaryOut,
     ProgressOut,
     SubmissionOut,
-    TimingOut,
     VerdictName,
 )
-from kernelgrade.storage.records import EvaluationRecord, ProblemRecord, SubmissionView
+from kernelgrade.service.stored_result import StoredResult
+from kernelgrade.storage.records import EnvironmentFields, EvaluationRecord, ProblemRecord, SubmissionView
 
 
 def submission_out(view: SubmissionView, principal: Principal, *, with_source: bool = True,
-                   duplicate: bool = False, warnings: list[str] | None = None) -> SubmissionOut:
+                   duplicate: bool = False, warnings: list[str] | None = None,
+                   stored: StoredResult | None = None) -> SubmissionOut:
+    """`stored`: the evaluation's result, where the caller has read it already (the submission page)."""
     submission = view.submission
     owner_view = principal.may_read_source(submission)
-    evaluation = view.evaluation
     return SubmissionOut(
         id=submission.id, problem=submission.problem_name, problem_version=submission.problem_hash,
         submitter=submission.submitter, model=submission.model, public=submission.public,
         source_hash=submission.source_hash, created_at=submission.created_at,
         source=submission.source if with_source and owner_view else None,
-        evaluation=evaluation_out(evaluation, view.queue_position, full=owner_view) if evaluation else None,
+        evaluation=_evaluation(view, stored, owner_view),
         duplicate=duplicate, warnings=warnings or [])
 
 
-def evaluation_out(record: EvaluationRecord, queue_position: int | None, *, full: bool) -> EvaluationOut:
-    result = record.result or {}
-    env = record.environment
+def _evaluation(view: SubmissionView, stored: StoredResult | None, full: bool) -> EvaluationOut | None:
+    """`full`: the failure's detail and the whole result, for the submitter, admins and the open-mode user."""
+    record = view.evaluation
+    if record is None:
+        return None
+    stored = stored if stored is not None else StoredResult.read(record.result)
     return EvaluationOut(
         id=record.id, status=record.status.value, verdict=cast(VerdictName | None, record.verdict),
         requested_device=record.requested_device, device_class=record.device_class, attempts=record.attempts,
         speedup=record.speedup, speedup_vs_compiled=record.speedup_vs_compiled,
         reference_median_ms=record.reference_median_ms, candidate_median_ms=record.candidate_median_ms,
-        compiled_baseline=_compiled_baseline(result),
-        reference_timing=_timing(result.get("reference_timing")),
-        candidate_timing=_timing(result.get("candidate_timing")), timing_method=_timing_method(result.get("method")),
-        failure=_failure(record, result, full),
-        findings=[FindingOut.model_validate(f) for f in result.get("findings", [])],
-        environment=EnvironmentOut(device_name=env.device_name, driver=env.driver, torch=env.torch, cuda=env.cuda,
-                                   sandbox=env.sandbox, host=env.host,
-                                   warning=UNSANDBOXED_WARNING if unsandboxed(env.sandbox) else None) if env else None,
-        progress=ProgressOut(stage=record.progress.stage, message=record.progress.message, done=record.progress.done,
-                             total=record.progress.total) if record.progress else None,
-        queue_position=queue_position, last_error=record.last_error, created_at=record.created_at,
+        compiled_baseline=stored.baseline_out(), reference_timing=stored.reference_timing,
+        candidate_timing=stored.candidate_timing, timing_method=stored.method.summary() if stored.method else None,
+        failure=_failure(record, stored.failure, full), findings=stored.findings,
+        environment=_environment(record.environment) if record.environment else None,
+        progress=ProgressOut.model_validate(record.progress, from_attributes=True) if record.progress else None,
+        queue_position=view.queue_position, last_error=record.last_error, created_at=record.created_at,
         started_at=record.started_at, finished_at=record.finished_at, result=record.result if full else None)
 
 
-def _timing(data: Any) -> TimingOut | None:
-    return TimingOut.model_validate(data) if isinstance(data, dict) else None
-
-
-def _timing_method(data: Any) -> str | None:
-    if not isinstance(data, dict):
-        return None
-    flush = int(data.get("flush_bytes", 0)) // (1024 * 1024)
-    return f"{data.get('clock', '?')}; {flush} MiB cache flush per rep; {data.get('precision_flags', '?')}"
-
-
-def _compiled_baseline(result: dict[str, Any]) -> CompiledBaselineOut | None:
-    data = result.get("compiled_baseline")
-    if not isinstance(data, dict):
-        return None
-    timing = data.get("timing")
-    median = timing.get("median_ms") if isinstance(timing, dict) else None
-    return CompiledBaselineOut.model_validate(
-        {**data, "median_ms": median, "reused": bool(result.get("compiled_baseline_reused"))})
-
-
-def _failure(record: EvaluationRecord, result: dict[str, Any], full: bool) -> FailureOut | None:
-    data = result.get("failure")
-    if isinstance(data, dict):
-        failure = FailureOut.model_validate(data)
+def _failure(record: EvaluationRecord, stored: FailureOut | None, full: bool) -> FailureOut | None:
+    if stored is not None:
         # Compiler output and tracebacks quote the source; others see the code and message only.
-        return failure if full else failure.model_copy(update={"detail": ""})
-    if record.error_code:
+        return stored if full else stored.model_copy(update={"detail": ""})
+    if record.error_code:  # ended by the queue (attempts used up): no result, only the columns
         return FailureOut(stage="grader", code=record.error_code, message=record.error_summary or "")
     return None
+
+
+def _environment(environment: EnvironmentFields) -> EnvironmentOut:
+    warning = UNSANDBOXED_WARNING if unsandboxed(environment.sandbox) else None
+    return EnvironmentOut.model_validate(environment, from_attributes=True).model_copy(update={"warning": warning})
 
 
 def problem_summary(problem: ProblemRecord) -> ProblemSummaryOut:

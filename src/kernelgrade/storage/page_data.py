@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import func, select, union
 from sqlalchemy.orm import Session
 
 from kernelgrade.storage.models import EvaluationRow, ModelStatsRow, WorkerRow
-from kernelgrade.storage.records import UNFINISHED
+from kernelgrade.storage.records import UNFINISHED, EvaluatorJson
 
 CORRECT = "correct"
 
@@ -51,7 +50,7 @@ def reference_medians(session: Session, problem_id: int) -> list[ReferenceMedian
             if ms is not None]
 
 
-def results_of(session: Session, submission_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+def results_of(session: Session, submission_ids: Sequence[int]) -> dict[int, EvaluatorJson]:
     """The stored result of the newest finished evaluation of each submission (for confidence intervals)."""
     query = (select(EvaluationRow.submission_id, EvaluationRow.result)
              .where(EvaluationRow.submission_id.in_(list(submission_ids)), EvaluationRow.result.is_not(None))

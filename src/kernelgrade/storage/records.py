@@ -1,7 +1,7 @@
 """What storage functions take and return: frozen dataclasses, so no Session or ORM row leaks out.
 
-The untyped values are an evaluation's `result` and a compiled baseline's `data`: the evaluator's JSON,
-stored and returned as is.
+The untyped values are an evaluation's `result` and a compiled baseline's `data` (EvaluatorJson): the
+evaluator's JSON, stored and returned as is. What a query filters or sorts by is a typed field beside it.
 """
 
 from __future__ import annotations
@@ -10,6 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+
+# An EvalResult's or a CompiledBaseline's to_json_dict(): written by the worker, read by whoever shows it,
+# never read by storage.
+EvaluatorJson = dict[str, Any]
 
 
 class JobStatus(StrEnum):
@@ -117,7 +121,7 @@ class EvaluationRecord:
     last_error: str | None
     environment: EnvironmentFields | None
     progress: ProgressUpdate | None
-    result: dict[str, Any] | None
+    result: EvaluatorJson | None
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -177,7 +181,7 @@ class ClaimedJob:
 @dataclass(frozen=True)
 class JobOutcome:
     verdict: str
-    result: dict[str, Any]
+    result: EvaluatorJson
     speedup: float | None
     reference_median_ms: float | None
     candidate_median_ms: float | None
@@ -196,7 +200,7 @@ class BaselineRecord:
     status: str  # "measured" or "failed"
     median_ms: float | None
     measured_at: datetime
-    data: dict[str, Any]
+    data: EvaluatorJson
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""The one place where an EvalResult becomes storage values: typed columns for queries plus the JSON blob,
-and where a torch.compile baseline crosses between the evaluator and storage, both ways."""
+"""The one place where the evaluator's values become storage values: an EvalResult's typed columns for
+queries plus its JSON blob, a progress report's row, and a torch.compile baseline (both ways)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from datetime import UTC, datetime
 
 import torch
 
-from kernelgrade.evaluator import CompiledBaseline, EvalResult, Failure, Stage, Verdict
-from kernelgrade.storage.records import BaselineRecord, EnvironmentFields, JobOutcome
+from kernelgrade.evaluator import CompiledBaseline, EvalResult, Failure, Progress, Stage, Verdict
+from kernelgrade.storage.records import BaselineRecord, EnvironmentFields, JobOutcome, JobStatus, ProgressUpdate
 
 log = logging.getLogger(__name__)
 
 SUMMARY_CHARS = 2000
+# Stages that run the submission; the ones before them build it.
+RUNNING_STAGES = {Stage.LOAD, Stage.CORRECTNESS, Stage.TIMING}
 
 
 def outcome_from_result(result: EvalResult) -> JobOutcome:
@@ -38,6 +40,12 @@ def grader_fault(exc: BaseException, problem_name: str, problem_hash: str) -> Jo
     failure = Failure(Stage.VALIDATE, "grader_error", message, detail=detail)
     return outcome_from_result(EvalResult(verdict=Verdict.ERROR, problem=problem_name, problem_hash=problem_hash,
                                           precision="", failure=failure))
+
+
+def progress_to_store(progress: Progress) -> tuple[JobStatus, ProgressUpdate]:
+    """The job's status and progress row while evaluate() reports `progress`."""
+    status = JobStatus.RUNNING if progress.stage in RUNNING_STAGES else JobStatus.COMPILING
+    return status, ProgressUpdate(progress.stage.value, progress.message, progress.done, progress.total)
 
 
 def baseline_to_store(result: EvalResult) -> BaselineRecord | None:

@@ -26,18 +26,23 @@ from kernelgrade.storage.baselines import fresh_baseline, record_baseline
 from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import Lease, claim_next, finish_job, requeue_job
-from kernelgrade.storage.records import BaselineRecord, ClaimedJob, JobOutcome, JobStatus, ProgressUpdate
+from kernelgrade.storage.records import BaselineRecord, ClaimedJob, JobOutcome
 from kernelgrade.worker.grading_request import RequestBuilder, problem_spec
-from kernelgrade.worker.job_outcome import baseline_to_store, grader_fault, outcome_from_result, stored_baseline
+from kernelgrade.worker.job_outcome import (
+    baseline_to_store,
+    grader_fault,
+    outcome_from_result,
+    progress_to_store,
+    stored_baseline,
+)
 from kernelgrade.worker.judges import JudgeSlot
-from kernelgrade.worker.progress_poster import Posted, ProgressPoster
+from kernelgrade.worker.progress_poster import ProgressPoster
 
 log = logging.getLogger(__name__)
 
 # Progress rows are for people watching; one write per half second per job is plenty and keeps a fast
 # correctness loop from turning into a write storm on SQLite.
 PROGRESS_INTERVAL_S = 0.5
-RUNNING_STAGES = {Stage.LOAD, Stage.CORRECTNESS, Stage.TIMING}
 
 
 class GradeOutcome(Enum):
@@ -187,6 +192,4 @@ class ProgressWriter:
         if progress.stage == self.last_stage and now - self.last_write < PROGRESS_INTERVAL_S and not finished_step:
             return
         self.last_stage, self.last_write = progress.stage, now
-        status = JobStatus.RUNNING if progress.stage in RUNNING_STAGES else JobStatus.COMPILING
-        update = ProgressUpdate(progress.stage.value, progress.message, progress.done, progress.total)
-        self.judge.progress.post(Posted(self.job.evaluation_id, self.job.owner, status, update))
+        self.judge.progress.post(self.job, *progress_to_store(progress))

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
 
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import record_progress
-from kernelgrade.storage.records import JobStatus, ProgressUpdate
+from kernelgrade.storage.records import ClaimedJob, JobStatus, ProgressUpdate
 
 log = logging.getLogger(__name__)
 
@@ -23,28 +22,23 @@ log = logging.getLogger(__name__)
 # the result that follows any faster, and the result's own write has its own retry path (the lease).
 FLUSH_S = 10.0
 
-
-@dataclass(frozen=True)
-class Posted:
-    evaluation_id: int
-    owner: str
-    status: JobStatus
-    update: ProgressUpdate
+# What is waiting to be written: the job (its id and lease owner), its status and where it is.
+_Pending = tuple[ClaimedJob, JobStatus, ProgressUpdate]
 
 
 class ProgressPoster:
     def __init__(self, database: Database) -> None:
         self.database = database
-        self._pending: Posted | None = None
+        self._pending: _Pending | None = None
         self._writing = False
         self._closed = False
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def post(self, posted: Posted) -> None:
-        """Have `posted` written soon, replacing any update not yet written."""
+    def post(self, job: ClaimedJob, status: JobStatus, update: ProgressUpdate) -> None:
+        """Have `update` written soon, replacing any update not yet written."""
         with self._changed:
-            self._pending = posted
+            self._pending = (job, status, update)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="progress-poster", daemon=True)
                 self._thread.start()
@@ -67,17 +61,17 @@ class ProgressPoster:
                 self._changed.wait_for(lambda: self._pending is not None or self._closed)
                 if self._pending is None:
                     return
-                posted, self._pending, self._writing = self._pending, None, True
+                pending, self._pending, self._writing = self._pending, None, True
             try:
-                self._write(posted)
+                self._write(*pending)
             finally:
                 with self._changed:
                     self._writing = False
                     self._changed.notify_all()
 
-    def _write(self, posted: Posted) -> None:
+    def _write(self, job: ClaimedJob, status: JobStatus, update: ProgressUpdate) -> None:
         try:
             with self.database.session() as session:
-                record_progress(session, posted.evaluation_id, posted.owner, posted.status, posted.update)
+                record_progress(session, job.evaluation_id, job.owner, status, update)
         except Exception:  # progress is informational; grading goes on
-            log.warning("could not record progress of evaluation %d", posted.evaluation_id, exc_info=True)
+            log.warning("could not record progress of evaluation %d", job.evaluation_id, exc_info=True)

@@ -8,6 +8,7 @@ from typing import Any
 from kernelgrade.service.context import ServiceContext
 from kernelgrade.service.leaderboards import FAST_P, board_for_problem, board_for_suite
 from kernelgrade.service.schemas import BoardEntryOut
+from kernelgrade.service.stored_result import StoredResult
 from kernelgrade.storage.page_data import device_classes, results_of
 
 BOARD_LIMIT = 100
@@ -25,20 +26,13 @@ class BoardRow:
     interval: Interval | None
 
 
-def speedup_interval(result: dict[str, Any]) -> Interval | None:
+def speedup_interval(result: StoredResult) -> Interval | None:
     """A conservative 95% interval on reference/candidate from the two medians' intervals: the slowest
     reference over the fastest candidate bounds it from below, and the reverse from above."""
-    reference, candidate = result.get("reference_timing"), result.get("candidate_timing")
-    if not isinstance(reference, dict) or not isinstance(candidate, dict):
+    reference, candidate = result.reference_timing, result.candidate_timing
+    if reference is None or candidate is None or candidate.ci95_low_ms <= 0 or candidate.ci95_high_ms <= 0:
         return None
-    try:
-        ref_low, ref_high = float(reference["ci95_low_ms"]), float(reference["ci95_high_ms"])
-        cand_low, cand_high = float(candidate["ci95_low_ms"]), float(candidate["ci95_high_ms"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    if cand_low <= 0 or cand_high <= 0:
-        return None
-    return Interval(ref_low / cand_high, ref_high / cand_low)
+    return Interval(reference.ci95_low_ms / candidate.ci95_high_ms, reference.ci95_high_ms / candidate.ci95_low_ms)
 
 
 def problem_leaderboard(context: ServiceContext, name: str, device: str | None) -> dict[str, Any]:
@@ -46,7 +40,7 @@ def problem_leaderboard(context: ServiceContext, name: str, device: str | None) 
     with context.database.session() as session:
         results = results_of(session, [e.submission_id for e in board.entries])
         devices = device_classes(session)
-    rows = [BoardRow(e, speedup_interval(results.get(e.submission_id, {}))) for e in board.entries]
+    rows = [BoardRow(e, speedup_interval(StoredResult.read(results.get(e.submission_id)))) for e in board.entries]
     return {"board": board, "rows": rows, "devices": devices, "device": device or ""}
 
 

@@ -12,6 +12,7 @@ from kernelgrade.service.pages.board_pages import speedup_interval
 from kernelgrade.service.pages.explanations import explain_verdict, relevant_lines, source_excerpt
 from kernelgrade.service.pages.svg_plots import timing_samples
 from kernelgrade.service.schemas import SubmissionOut
+from kernelgrade.service.stored_result import StoredResult, StoredTiming
 from kernelgrade.service.views import submission_out
 from kernelgrade.storage.records import SubmissionView
 from kernelgrade.storage.submissions import get_submission
@@ -25,24 +26,23 @@ def load_submission(context: ServiceContext, submission_id: int) -> SubmissionVi
     return view
 
 
-def _samples(result: dict[str, Any], key: str) -> list[float]:
-    timing = result.get(key)
-    return [float(v) for v in timing.get("samples_ms") or []] if isinstance(timing, dict) else []
+def _samples(timing: StoredTiming | None) -> list[float]:
+    return timing.samples_ms if timing is not None else []
 
 
 def submission_page(context: ServiceContext, submission_id: int, viewer: Principal) -> dict[str, Any]:
     view = load_submission(context, submission_id)
-    out = submission_out(view, viewer)
+    result = StoredResult.read(view.evaluation.result if view.evaluation else None)
+    out = submission_out(view, viewer, stored=result)
     # Trials and timing samples are measurements, public like the verdict; the failure's detail and the
     # source follow the JSON API's rules through `out`.
-    result = (view.evaluation.result if view.evaluation else None) or {}
     evaluation = out.evaluation
     failure = evaluation.failure if evaluation else None
     return {"s": out, "e": evaluation, "status": evaluation.status if evaluation else "queued",
             "explanation": explain_verdict(evaluation.verdict if evaluation else None,
                                            evaluation.status if evaluation else "queued"),
-            "trials": result.get("trials") or [], "interval": speedup_interval(result),
-            "plot": timing_samples(_samples(result, "reference_timing"), _samples(result, "candidate_timing")),
+            "trials": result.trials, "interval": speedup_interval(result),
+            "plot": timing_samples(_samples(result.reference_timing), _samples(result.candidate_timing)),
             "error_lines": relevant_lines(failure.detail) if failure and failure.detail else [],
             "excerpt": source_excerpt(out.source or "", failure.line if failure else None)}
 
