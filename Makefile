@@ -44,8 +44,11 @@ sandbox-deps:
 system-deps: sandbox-deps
 	$(call apt_install,$(TEST_TOOLS),system-deps,the page and compose-file tests will be skipped)
 
+# Flags for `kernelgrade serve`, e.g. `make serve SERVE_ARGS="--port 8080"` (KERNELGRADE_PORT=8080 works too).
+SERVE_ARGS ?=
+
 serve: setup sandbox-deps
-	$(BIN)/kernelgrade serve
+	$(BIN)/kernelgrade serve $(SERVE_ARGS)
 
 lint: setup
 	$(BIN)/ruff check src tests bench

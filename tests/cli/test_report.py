@@ -1,11 +1,25 @@
-"""The verdict table and JUnit report of `kernelgrade eval` for a result with a torch.compile baseline."""
+"""The verdict table and JUnit report of `kernelgrade eval`: trials' errors, and a torch.compile baseline."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
+import torch
+
 from kernelgrade.cli.report import junit_xml, verdict_table
-from kernelgrade.evaluator import BaselineStatus, CompiledBaseline, EvalResult, TimingStats, Verdict
+from kernelgrade.evaluator import (
+    BaselineStatus,
+    CompiledBaseline,
+    EvalResult,
+    Failure,
+    PrecisionPolicy,
+    Stage,
+    TimingStats,
+    TrialResult,
+    Verdict,
+)
+from kernelgrade.evaluator.compare import Expected, compare_values
 
 
 def stats(median: float) -> TimingStats:
@@ -51,3 +65,39 @@ def test_junit_carries_the_speedup_against_torch_compile() -> None:
     properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert properties["speedup_vs_compiled"] == "0.812"
     assert properties["compiled_baseline"] == "measured" and properties["compiled_baseline_ms"] == "1.23"
+
+
+def failing_trial_result() -> EvalResult:
+    """A kernel off by 0.5 everywhere, on inputs with an exact zero: the elementwise max |out - ref| / |ref|
+    divides by that zero's clamp (1e-12) and reads 5e11; the norm-wise relative error is about 0.5."""
+    x = torch.randn(64, 64, generator=torch.Generator().manual_seed(0))
+    x[3, 5] = 0.0
+    expected = Expected([x.clone()], [x.double()], lambda _rounding: [x.clone()])
+    comparison = compare_values([x + 0.5], expected, PrecisionPolicy())
+    assert not comparison.passed and comparison.max_rel_error is not None and comparison.max_rel_error > 1e11
+    trial = TrialResult(0, False, comparison.passed, comparison.message, comparison.max_abs_error,
+                        comparison.max_rel_error, comparison.rel_error_vs_reference, comparison.rel_error_vs_oracle,
+                        comparison.reference_error_vs_oracle)
+    failure = Failure(Stage.CORRECTNESS, comparison.code, f"trial 0 (public seed): {comparison.message}")
+    return EvalResult(verdict=Verdict.INCORRECT, problem="add_relu", problem_hash="h", precision="fp32",
+                      failure=failure, trials=(trial,))
+
+
+def test_the_trial_table_shows_the_relative_error_the_reason_quotes() -> None:
+    table = verdict_table(failing_trial_result(), "k.py")
+    quoted = re.search(r"Relative error (\S+),", table)
+    assert quoted is not None
+    header, row = (line.split() for line in table.splitlines() if line.startswith(("trial ", "    0 ")))
+    assert header == ["trial", "seed", "passed", "rel_error", "pytorch_rel_error", "max_abs_diff"]
+    assert row[3] == quoted.group(1)  # one relative error, the same figure in the reason and the table
+    assert "e+11" not in table and "max_rel" not in table
+    assert "||output - float64 result|| / ||float64 result||" in table
+
+
+def test_without_a_float64_oracle_the_relative_error_is_against_the_reference() -> None:
+    trial = TrialResult(0, True, True, "", max_abs_error=1e-6, max_rel_error=3e9, rel_error_vs_reference=2e-7)
+    table = verdict_table(EvalResult(verdict=Verdict.CORRECT, problem="p", problem_hash="h", precision="tolerance",
+                                     trials=(trial,)), "k.py")
+    row = next(line.split() for line in table.splitlines() if line.startswith("    0 "))
+    assert row[3:] == ["2e-07", "-", "1e-06"]
+    assert "||output - reference|| / ||reference||" in table and "float64" not in table

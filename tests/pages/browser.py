@@ -18,6 +18,7 @@ ARTIFACTS = Path(os.environ.get("KERNELGRADE_TEST_ARTIFACTS", Path(__file__).par
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LAPTOP: ViewportSize = {"width": 1366, "height": 900}
+DESKTOP: ViewportSize = {"width": 1400, "height": 900}
 PHONE: ViewportSize = {"width": 390, "height": 844}
 
 

@@ -18,12 +18,34 @@ def timing(median: float, samples: list[float]) -> dict[str, Any]:
             "stop_reason": "target precision", "samples_ms": samples}
 
 
+def trial(index: int, message: str = "", relative: float = 2.1e-7) -> dict[str, Any]:
+    """A trial as the judge stores it: the elementwise max_rel_error divides by reference values near zero
+    and is far larger than the norm-wise relative errors."""
+    return {"index": index, "secret": index > 0, "passed": not message, "message": message, "max_abs_error": 1e-7,
+            "max_rel_error": 7.02e12, "rel_error_vs_reference": relative * 0.9, "rel_error_vs_oracle": relative,
+            "reference_error_vs_oracle": 8.3e-8}
+
+
 def correct_result(speedup: float) -> dict[str, Any]:
     return {"verdict": "correct", "speedup": speedup, "failure": None, "findings": [],
-            "trials": [{"index": i, "secret": i > 0, "passed": True, "message": "", "max_abs_error": 1e-7,
-                        "max_rel_error": 2e-7} for i in range(3)],
+            "trials": [trial(i) for i in range(3)],
             "reference_timing": timing(4.0, [3.9, 4.0, 4.1, 4.2]),
             "candidate_timing": timing(4.0 / speedup, [4.0 / speedup] * 3)}
+
+
+# A failing trial's note as compare.py words it, with a long unbroken run (a mangled name, say) in it.
+LONG_NOTE = ("the output: 262144 of 262144 values differ from the float64 result by more than fp32 rounding allows"
+             " (largest at index (17, 3, 255, 1023): 0.4471 where float64 gives -1.5e-08, off by 0.447; allowed"
+             " there 2.3e-06). Relative error 1, 1.2e+07x PyTorch's own fp32 error (8.3e-08); the limit here is"
+             " 1.3e-06. Kernel: _ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEENS_6detail5"
+             "ArrayIPcLi1EEEEEviT0_T1_")
+
+
+def incorrect_result() -> dict[str, Any]:
+    message = f"trial 1 (secret seed): {LONG_NOTE}"
+    return {"verdict": "incorrect", "findings": [],
+            "trials": [trial(0), trial(1, LONG_NOTE, relative=1.0)],
+            "failure": {"stage": "correctness", "code": "values", "message": message, "detail": "", "line": None}}
 
 
 def compile_error_result() -> dict[str, Any]:
@@ -31,6 +53,16 @@ def compile_error_result() -> dict[str, Any]:
     return {"verdict": "compile_error", "trials": [], "findings": [],
             "failure": {"stage": "compile", "code": "build_failed", "message": "the extension did not build",
                         "detail": detail, "line": 2}}
+
+
+def wide_result(speedup: float) -> dict[str, Any]:
+    """A correct result whose timing table holds everything a real one can: a reference stopped differently
+    before and after the candidate, host-inclusive medians and host-bound reps."""
+    result = correct_result(speedup)
+    result["reference_timing"] |= {"stop_reason": "target_precision+max_device_time", "host_median_ms": 4.1234,
+                                   "host_bound_reps": 12}
+    result["candidate_timing"] |= {"stop_reason": "max_reps", "host_median_ms": 1.2345, "host_bound_reps": 3}
+    return result
 
 
 def finish(database: Database, result: dict[str, Any]) -> None:

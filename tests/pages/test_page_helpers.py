@@ -1,4 +1,5 @@
-"""What the pages compute beside the plots: speedup intervals, baselines, verdict words, error excerpts."""
+"""What the pages compute beside the plots: speedup intervals, baselines, verdict words, error excerpts, the
+trials' errors and the timing's stop reasons."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 from kernelgrade.service.pages.board_pages import speedup_interval
 from kernelgrade.service.pages.explanations import VERDICTS, explain_verdict, relevant_lines, source_excerpt
+from kernelgrade.service.pages.measurements import stop_reason, trials
 from kernelgrade.service.pages.problem_page import baselines
 from kernelgrade.service.schemas import VerdictName
 from kernelgrade.service.stored_result import StoredResult
@@ -60,3 +62,25 @@ def test_source_excerpt_numbers_the_lines_around_the_failing_one() -> None:
     source = "\n".join(f"line {n}" for n in range(1, 11))
     assert source_excerpt(source, 2, around=1) == [(1, "line 1"), (2, "line 2"), (3, "line 3")]
     assert source_excerpt(source, None) == [] and source_excerpt(source, 99) == []
+
+
+@pytest.mark.parametrize(("reason", "words"), [
+    ("target_precision", "precise enough"), ("max_reps+max_reps", "rep cap, before and after"),
+    ("target_precision+max_device_time", "before: precise enough; after: device-time cap"),
+    ("some_new_reason", "some new reason")])
+def test_stop_reasons_are_words_that_wrap(reason: str, words: str) -> None:
+    assert stop_reason(reason) == words
+
+
+def test_trials_show_the_norm_wise_error_against_float64_or_else_against_the_reference() -> None:
+    oracle = trials(StoredResult.read({"trials": [{
+        "index": 0, "secret": False, "passed": False, "max_rel_error": 7e12, "rel_error_vs_reference": 0.9,
+        "rel_error_vs_oracle": 1.0, "reference_error_vs_oracle": 8e-8, "max_abs_error": 2}]}).trials)
+    assert oracle.against == "float64 result"
+    assert [(r.relative_error, r.pytorch_error, r.max_abs_error) for r in oracle.rows] == [(1.0, 8e-8, 2.0)]
+    tolerance = trials(StoredResult.read({"trials": [{
+        "index": 0, "secret": True, "passed": True, "max_rel_error": 3e9, "rel_error_vs_reference": 2e-7,
+        "rel_error_vs_oracle": None}]}).trials)
+    assert tolerance.against == "reference"
+    assert [(r.relative_error, r.pytorch_error) for r in tolerance.rows] == [(2e-7, None)]
+    assert trials([]).rows == [] and trials(StoredResult.read({}).trials).rows == []

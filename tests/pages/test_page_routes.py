@@ -6,10 +6,11 @@ import re
 
 import httpx
 
+from kernelgrade.problems import find_builtin
 from kernelgrade.service.pages.svg_plots import TIMES
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.records import Role
-from tests.pages.results import compile_error_result, correct_result, finish
+from tests.pages.results import compile_error_result, correct_result, finish, incorrect_result
 from tests.service.conftest import ApiFactory
 from tests.service.keys import make_key
 from tests.service.sources import CORRECT, variant
@@ -47,6 +48,44 @@ def test_a_graded_submission_shows_everywhere_with_plots_and_intervals(api: http
     assert "fast_1.5" in suite and suite.index("alpha") < suite.index("beta")
     home = api.get("/").text
     assert f'href="/submissions/{first}"' in home and 'id="queue-depth">0<' in home
+
+
+def cells(html: str, table: str, column: int) -> list[str]:
+    """The text of one column of a table's body rows (tags removed)."""
+    body = html[html.index(f'id="{table}"'):]
+    body = body[body.index("<tbody>"):body.index("</tbody>")]
+    rows = re.findall(r"<tr>(.*?)</tr>", body, re.S)
+    return [re.sub(r"<[^>]+>", "", re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)[column]).strip()
+            for row in rows]
+
+
+def test_the_trials_show_the_relative_error_the_failure_quotes(api: httpx.Client, database: Database) -> None:
+    submission_id = submit(api, CORRECT)
+    finish(database, incorrect_result())
+    page = api.get(f"/submissions/{submission_id}").text
+    quoted = re.search(r"Relative error (\S+),", page)
+    assert quoted is not None and quoted.group(1) == "1"
+    assert cells(page, "trials", 3) == ["2.1e-07", quoted.group(1)]  # the norm-wise figure, as quoted
+    assert cells(page, "trials", 4) == ["8.3e-08", "8.3e-08"]  # PyTorch's own
+    assert "7.02e+12" not in page and "Max rel" not in page  # the elementwise ratio is left off
+    assert "‖output \u2212 float64 result‖ / ‖float64 result‖" in page  # a minus sign
+    assert '<td class="note">the output: 262144 of 262144' in page
+
+
+def test_the_suite_board_says_which_device_class_grades_how_many_problems(api: httpx.Client,
+                                                                          database: Database) -> None:
+    builtin = find_builtin("add_relu")
+    assert builtin is not None
+    for name in ("gemm_a", "gemm_b"):  # in the same suite, for a GPU
+        source = builtin.source.replace('"device": "cpu"', '"device": "cuda"')
+        assert api.post("/v1/problems", json={"name": name, "source": source}).status_code == 201
+    submit(api, CORRECT, model="alpha")
+    finish(database, correct_result(1.41))
+    page = api.get("/leaderboards", params={"suite": "cpu"}).text
+    assert "cpu-test grades 1 of the 3 problems, the cpu ones (the other 2 need another device class)" in page
+    assert cells(page, "suite-board", 1) == ["cpu-test"]
+    assert cells(page, "suite-board", 5) == ["100%"]  # fast_1 over the one problem a CPU can grade
+    assert cells(page, "suite-board", 10) == ["1 of 1"]
 
 
 def test_in_flight_state_is_polled_from_a_json_endpoint_that_needs_no_key(api_factory: ApiFactory,

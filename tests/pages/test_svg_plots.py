@@ -11,6 +11,7 @@ from kernelgrade.service.pages.svg_plots import (
     TIMES,
     Axis,
     _nice_ticks,
+    log_ticks,
     speedup_distribution,
     timing_samples,
 )
@@ -48,6 +49,37 @@ def test_speedup_distribution_marks_each_fast_p_threshold_where_a_point_of_that_
     assert labels == [f"{p}{TIMES}" for p in ("0.5", "0.8", "1", "1.5", "2")]
     at_one, at_two = float(lines[2].get("x1", "0")), float(lines[4].get("x1", "0"))
     assert [x_of(c) for c in circles(root, "speedup")] == pytest.approx([at_one, at_two], abs=0.1)
+
+
+def ticks(root: ET.Element) -> list[tuple[float, float]]:
+    """(value, x) of each tick label under the axis."""
+    return [(float(t.text or "nan"), float(t.get("x", "nan"))) for t in root.iter(f"{SVG}text")
+            if t.get("class") == "tick"]
+
+
+@pytest.mark.parametrize("speedups", [[0.106, 1.41], [1.41, 37.0], [0.003, 0.9, 450.0], [1.0], [0.5, 2.0]])
+def test_the_speedup_axis_ticks_hold_every_point(speedups: list[float]) -> None:
+    root = parse(speedup_distribution(speedups))
+    marks = ticks(root)
+    (lowest, lowest_x), (highest, highest_x) = min(marks), max(marks)
+    assert lowest <= min(speedups) and highest >= max(speedups)
+    assert all(lowest_x - 0.1 <= x_of(c) <= highest_x + 0.1 for c in circles(root, "speedup"))
+    assert [x for _value, x in sorted(marks)] == sorted(x for _value, x in marks)  # log axis: in order
+
+
+def test_a_point_below_the_thresholds_gets_a_tick_below_it_placed_by_value() -> None:
+    root = parse(speedup_distribution([0.106, 1.41]))
+    marks = dict(ticks(root))
+    assert sorted(marks) == [0.1, 0.2, 0.5, 1.0, 2.0]
+    low_point = circles(root, "speedup")[0]
+    assert marks[0.1] < x_of(low_point) < marks[0.2]
+
+
+def test_log_ticks_are_round_and_thin_out_to_powers_of_ten_over_a_wide_range() -> None:
+    assert log_ticks(0.106, 2.0) == [0.1, 0.2, 0.5, 1.0, 2.0]
+    assert log_ticks(0.5, 2.0) == [0.5, 1.0, 2.0]
+    assert log_ticks(0.8, 2.01) == [0.5, 1.0, 2.0, 5.0]
+    assert log_ticks(0.001, 1000.0) == [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]
 
 
 def test_speedup_axis_is_logarithmic_so_half_and_double_are_equally_far_from_one() -> None:

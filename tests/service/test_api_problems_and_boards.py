@@ -92,3 +92,20 @@ def test_suite_leaderboard_computes_fast_p_geomean_and_correct_rate(api: httpx.C
     assert m2["fast_p"]["1.5"] == 0.5 and m2["fast_p"]["2"] == 0.0
     assert m2["geomean_speedup"] == pytest.approx(1.6) and not math.isnan(m2["correct_rate"])
     assert [e["model"] for e in board["entries"]] == ["m2", "m1"]  # equal fast_1: the geometric mean decides
+
+
+def test_suite_leaderboard_scores_each_device_class_over_the_problems_it_can_grade(api: httpx.Client,
+                                                                                 database: Database) -> None:
+    for name in ("gemm_a", "gemm_b", "gemm_c"):  # in the same suite, for a GPU
+        source = PROBLEM.replace('"device": "cpu"', '"device": "cuda"')
+        assert api.post("/v1/problems", json={"name": name, "source": source}).status_code == 201
+    _graded(api, database, "add_relu", 0, "ann", "m1", "correct", 1.41)
+    board = api.get("/v1/leaderboards", params={"suite": "cpu"}).json()
+    assert board["problems"] == 4
+    assert board["device_classes"] == [{"device_class": "cpu-x86_64", "device_kind": "cpu", "problems": 1}]
+    (m1,) = board["entries"]
+    assert (m1["device_class"], m1["problems"], m1["solved_problems"]) == ("cpu-x86_64", 1, 1)
+    assert m1["fast_p"]["1"] == 1.0 and m1["fast_p"]["1.5"] == 0.0  # not 1 of 4: the CPU cannot grade gemm_*
+    gpu = api.get("/v1/leaderboards", params={"suite": "cpu", "device": "cuda-h100"}).json()
+    assert gpu["device_classes"] == [{"device_class": "cuda-h100", "device_kind": "cuda", "problems": 3}]
+    assert gpu["entries"] == []

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from kernelgrade.storage.board_tables import rebuild
 from kernelgrade.storage.database import Database
+from kernelgrade.storage.jobs import Lease, claim_next, finish_job
 from kernelgrade.storage.leaderboards import flagged_count, problem_board, suite_board_data
-from tests.storage.builders import add_problem, add_submission, grade
+from kernelgrade.storage.problems import upsert_problem
+from kernelgrade.storage.records import ProblemRecord, SubmissionView, SuiteProblem
+from tests.storage.builders import PROBLEM_SOURCE, add_problem, add_submission, grade, new_problem, outcome
 
 
 def test_problem_board_keeps_the_best_correct_result_per_submitter_and_model(database: Database) -> None:
@@ -37,11 +40,39 @@ def test_suite_data_has_per_model_bests_over_latest_problems(database: Database)
     with database.session() as session:
         data = suite_board_data(session, "cpu", None)
         empty = suite_board_data(session, "nothing", None)
-    assert sorted(data.problem_names) == ["p1", "p2"]
-    assert {(b.model, b.problem_name, b.best_speedup) for b in data.bests} == {
-        ("m1", "p1", 3.0), ("m1", "p2", None), ("m2", "p2", 0.7)}
-    assert {(c.model, c.finished, c.correct) for c in data.counts} == {("m1", 3, 2), ("m2", 1, 1)}
-    assert empty.problem_names == ()
+    assert data.problems == (SuiteProblem("p1", "cpu"), SuiteProblem("p2", "cpu"))
+    assert {(s.model, s.device_class, s.problem_name, s.finished, s.correct, s.best_speedup) for s in data.stats} == {
+        ("m1", "cpu-x86_64", "p1", 2, 2, 3.0), ("m1", "cpu-x86_64", "p2", 1, 0, None),
+        ("m2", "cpu-x86_64", "p2", 1, 1, 0.7)}
+    assert empty.problems == () and empty.stats == ()
+
+
+def add_cuda_problem(database: Database, name: str, suite: str = "cpu") -> ProblemRecord:
+    with database.session() as session:
+        return upsert_problem(session, new_problem(name, f"# {name}\n{PROBLEM_SOURCE}", suite, device="cuda")).problem
+
+
+def grade_on(database: Database, view: SubmissionView, routes: dict[str, str], speedup: float) -> None:
+    """Claim the submission's job as a judge serving `routes` and record a correct result."""
+    with database.session() as session:
+        job = claim_next(session, Lease("grader", 60), routes, 3)
+        assert job is not None and job.submission_id == view.submission.id
+        assert finish_job(session, job.evaluation_id, "grader", outcome("correct", speedup))
+
+
+def test_suite_data_keeps_each_device_class_and_each_problems_device_kind(database: Database) -> None:
+    cpu_problem, cuda_problem = add_problem(database, "p_cpu"), add_cuda_problem(database, "p_cuda")
+    grade_on(database, add_submission(database, cpu_problem, "a\n"), {"cpu": "cpu-x86_64"}, 1.4)
+    grade_on(database, add_submission(database, cuda_problem, "b\n", device="cuda"), {"cuda": "cuda-h100"}, 3.0)
+    grade_on(database, add_submission(database, cpu_problem, "c\n"), {"cpu": "cpu-aarch64"}, 0.9)
+    with database.session() as session:
+        data = suite_board_data(session, "cpu", None)
+        h100 = suite_board_data(session, "cpu", "cuda-h100")
+    assert data.problems == (SuiteProblem("p_cpu", "cpu"), SuiteProblem("p_cuda", "cuda"))
+    assert [(s.device_class, s.problem_name, s.best_speedup) for s in data.stats] == [
+        ("cpu-aarch64", "p_cpu", 0.9), ("cpu-x86_64", "p_cpu", 1.4), ("cuda-h100", "p_cuda", 3.0)]
+    assert h100.problems == data.problems
+    assert [(s.device_class, s.problem_name) for s in h100.stats] == [("cuda-h100", "p_cuda")]
 
 
 def test_rebuilding_the_board_tables_reproduces_the_incremental_ones(database: Database) -> None:

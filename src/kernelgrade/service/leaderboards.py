@@ -1,20 +1,31 @@
-"""Leaderboards from stored verdicts. Suite boards follow KernelBench: fast_p is the fraction of the
-suite's problems for which the model has a correct result with speedup > p (fast_0 is the fraction solved
-correctly at all); the geometric mean is over the best correct speedup of each solved problem."""
+"""Leaderboards from stored verdicts. Suite boards follow KernelBench, per device class: fast_p is the
+fraction of the suite's problems that device class can grade for which the model has a correct result with
+speedup > p (fast_0 is the fraction solved correctly at all); the geometric mean is over the best correct
+speedup of each solved problem."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from kernelgrade.service.context import ServiceContext
 from kernelgrade.service.errors import not_found
-from kernelgrade.service.schemas import BoardEntryOut, ProblemBoardOut, SuiteBoardOut, SuiteEntryOut
+from kernelgrade.service.schemas import (
+    BoardEntryOut,
+    ProblemBoardOut,
+    SuiteBoardOut,
+    SuiteDeviceOut,
+    SuiteEntryOut,
+)
 from kernelgrade.storage.leaderboards import flagged_count, problem_board, suite_board_data
 from kernelgrade.storage.problems import latest_problem, problem_version
-from kernelgrade.storage.records import ModelCounts
+from kernelgrade.storage.records import ModelProblemStats, SuiteProblem
 
 FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
+# The device kinds a problem can ask for; a device class's name starts with the kind it grades.
+DEVICE_KINDS = ("cpu", "cuda")
 
 
 def board_for_problem(context: ServiceContext, name: str, device: str | None, version: str | None,
@@ -36,23 +47,59 @@ def board_for_problem(context: ServiceContext, name: str, device: str | None, ve
 
 
 def board_for_suite(context: ServiceContext, suite: str | None, device: str | None) -> SuiteBoardOut:
+    """One row per model label and device class, each over the suite's problems that device class can grade:
+    a CPU-only server's cpu-x86_64 results are not counted against the suite's cuda problems."""
     with context.database.session() as session:
         data = suite_board_data(session, suite, device)
-    bests: dict[str, list[float]] = defaultdict(list)
-    for best in data.bests:
-        if best.best_speedup is not None:
-            bests[best.model].append(best.best_speedup)
-    entries = [suite_entry(counts, bests[counts.model], len(data.problem_names)) for counts in data.counts]
-    entries.sort(key=lambda e: (-e.fast_p["1"], -(e.geomean_speedup or 0.0), e.model))
-    return SuiteBoardOut(suite=suite, device=device, problems=len(data.problem_names), entries=entries)
+    classes = [device] if device else sorted({s.device_class for s in data.stats})
+    scopes = [device_scope(name, data.problems) for name in classes]
+    entries = [suite_entry(model, scope, rows) for scope in scopes
+               for model, rows in _by_model(data.stats, scope).items()]
+    entries.sort(key=lambda e: (e.device_class, -e.fast_p["1"], -(e.geomean_speedup or 0.0), e.model))
+    return SuiteBoardOut(suite=suite, device=device, problems=len(data.problems),
+                         device_classes=[SuiteDeviceOut(device_class=s.device_class, device_kind=s.device_kind,
+                                                        problems=len(s.problems)) for s in scopes],
+                         entries=entries)
 
 
-def suite_entry(counts: ModelCounts, best_speedups: list[float], problem_count: int) -> SuiteEntryOut:
+@dataclass(frozen=True)
+class DeviceScope:
+    """A device class and the suite's problems it can grade."""
+
+    device_class: str
+    device_kind: str | None
+    problems: frozenset[str]
+
+
+def grading_kind(device_class: str) -> str | None:
+    """The problems' device kind a device class grades: `cpu-x86_64` the cpu ones, `cuda-h100` the cuda ones
+    (a GPU host grades cpu problems too, but under its cpu class). None where the name says neither."""
+    kind = device_class.split("-", 1)[0]
+    return kind if kind in DEVICE_KINDS else None
+
+
+def device_scope(device_class: str, problems: Sequence[SuiteProblem]) -> DeviceScope:
+    kind = grading_kind(device_class)
+    names = frozenset(p.name for p in problems if kind is None or p.device_kind == kind)
+    return DeviceScope(device_class, kind, names)
+
+
+def _by_model(stats: Sequence[ModelProblemStats], scope: DeviceScope) -> dict[str, list[ModelProblemStats]]:
+    rows: dict[str, list[ModelProblemStats]] = defaultdict(list)
+    for row in stats:
+        if row.device_class == scope.device_class and row.problem_name in scope.problems:
+            rows[row.model].append(row)
+    return rows
+
+
+def suite_entry(model: str, scope: DeviceScope, rows: Sequence[ModelProblemStats]) -> SuiteEntryOut:
+    bests = [r.best_speedup for r in rows if r.best_speedup is not None]
+    finished, correct = sum(r.finished for r in rows), sum(r.correct for r in rows)
+    count = len(scope.problems)
     return SuiteEntryOut(
-        model=counts.model,
-        fast_p={_label(p): fast_p(best_speedups, problem_count, p) for p in FAST_P},
-        geomean_speedup=geometric_mean(best_speedups), correct_rate=counts.correct / counts.finished if counts.finished
-        else 0.0, solved_problems=len(best_speedups), evaluations=counts.finished)
+        model=model, device_class=scope.device_class, problems=count,
+        fast_p={_label(p): fast_p(bests, count, p) for p in FAST_P}, geomean_speedup=geometric_mean(bests),
+        correct_rate=correct / finished if finished else 0.0, solved_problems=len(bests), evaluations=finished)
 
 
 def fast_p(best_speedups: list[float], problem_count: int, p: float) -> float:

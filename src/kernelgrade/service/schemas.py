@@ -247,19 +247,31 @@ class ProblemBoardOut(BaseModel):
 
 class SuiteEntryOut(BaseModel):
     model: str
-    fast_p: dict[str, float] = Field(description="p -> fraction of the suite's problems solved correctly with"
-                                     " speedup > p (KernelBench fast_p)")
+    device_class: str = Field(description="the device class these results were graded on")
+    problems: int = Field(description="the suite's problems this device class can grade: the denominator of fast_p")
+    fast_p: dict[str, float] = Field(description="p -> fraction of the problems this device class can grade that"
+                                     " the model solved correctly with speedup > p (KernelBench fast_p)")
     geomean_speedup: float | None = Field(description="geometric mean of the best correct speedup per solved problem")
-    correct_rate: float = Field(description="correct results / finished results")
+    correct_rate: float = Field(description="correct results / finished results, on those problems")
     solved_problems: int
     evaluations: int
+
+
+class SuiteDeviceOut(BaseModel):
+    device_class: str
+    device_kind: str | None = Field(description="the problems' device kind it grades (cpu, cuda); null where its"
+                                    " name says neither, and then it counts every problem")
+    problems: int = Field(description="the suite's problems this device class can grade")
 
 
 class SuiteBoardOut(BaseModel):
     suite: str | None
     device: str | None
-    problems: int
-    entries: list[SuiteEntryOut]
+    problems: int = Field(description="the suite's problems, of every device kind")
+    device_classes: list[SuiteDeviceOut] = Field(
+        description="the device classes on the board (the one asked for, or every one with results), each with"
+                    " the number of problems it can grade")
+    entries: list[SuiteEntryOut] = Field(description="one per model label and device class")
 
 
 class WorkerOut(BaseModel):

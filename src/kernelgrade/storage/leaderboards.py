@@ -7,7 +7,7 @@ from sqlalchemy import ColumnElement, func, select, true
 from sqlalchemy.orm import Session
 
 from kernelgrade.storage.models import BoardEntryRow, ModelStatsRow, ProblemRow
-from kernelgrade.storage.records import BoardEntry, ModelCounts, ModelProblemBest, SuiteBoardData
+from kernelgrade.storage.records import BoardEntry, ModelProblemStats, SuiteBoardData, SuiteProblem
 
 
 def _entry_device(device: str | None) -> ColumnElement[bool]:
@@ -52,23 +52,19 @@ def flagged_count(session: Session, problem_id: int, device: str | None) -> int:
 
 
 def suite_board_data(session: Session, suite: str | None, device: str | None) -> SuiteBoardData:
-    """Per model label: the best correct speedup on each latest problem of the suite, and result counts."""
-    problems = select(ProblemRow.id, ProblemRow.name).where(ProblemRow.is_latest)
+    """The latest problems of the suite with their device kinds, and per model label, device class and problem:
+    result counts and the best correct speedup (on `device` only, where it names a device class)."""
+    problems = select(ProblemRow.id, ProblemRow.name, ProblemRow.device_kind).where(ProblemRow.is_latest)
     if suite is not None:
         problems = problems.where(ProblemRow.suite == suite)
-    names: dict[int, str] = dict(session.execute(problems).all())
-    if not names:
-        return SuiteBoardData((), (), ())
-    stats = ModelStatsRow
-    query = (select(stats.model, stats.problem_id, func.sum(stats.finished), func.sum(stats.correct),
-                    func.max(stats.best_speedup))
-             .where(stats.problem_id.in_(list(names)), _stats_device(device))
-             .group_by(stats.model, stats.problem_id))
-    bests: list[ModelProblemBest] = []
-    totals: dict[str, tuple[int, int]] = {}
-    for model, problem_id, finished, correct, best in session.execute(query):
-        bests.append(ModelProblemBest(model, names[problem_id], best))
-        done, ok = totals.get(model, (0, 0))
-        totals[model] = (done + int(finished), ok + int(correct))
-    counts = tuple(ModelCounts(model, done, ok) for model, (done, ok) in sorted(totals.items()))
-    return SuiteBoardData(tuple(sorted(names.values())), tuple(bests), counts)
+    found = {id_: SuiteProblem(name, kind) for id_, name, kind in session.execute(problems).all()}
+    if not found:
+        return SuiteBoardData((), ())
+    stats = ModelStatsRow  # one row per (problem, device class, model): its key
+    query = (select(stats.model, stats.device_class, stats.problem_id, stats.finished, stats.correct,
+                    stats.best_speedup)
+             .where(stats.problem_id.in_(list(found)), _stats_device(device)))
+    rows = [ModelProblemStats(model, device_class, found[problem_id].name, finished, correct, best)
+            for model, device_class, problem_id, finished, correct, best in session.execute(query)]
+    rows.sort(key=lambda r: (r.device_class, r.model, r.problem_name))
+    return SuiteBoardData(tuple(sorted(found.values(), key=lambda p: p.name)), tuple(rows))

@@ -232,26 +232,28 @@ class BoardEntry:
 
 
 @dataclass(frozen=True)
-class ModelProblemBest:
-    """The best correct speedup of one model label on one problem (None: no correct result)."""
+class ModelProblemStats:
+    """One model label's results on one problem and device class: finished and correct results, and the best
+    correct speedup (None: no correct result)."""
 
     model: str
+    device_class: str
     problem_name: str
+    finished: int
+    correct: int
     best_speedup: float | None
 
 
 @dataclass(frozen=True)
-class ModelCounts:
-    model: str
-    finished: int
-    correct: int
+class SuiteProblem:
+    name: str
+    device_kind: str  # "cpu" or "cuda": which device classes can grade it
 
 
 @dataclass(frozen=True)
 class SuiteBoardData:
-    problem_names: tuple[str, ...]
-    bests: tuple[ModelProblemBest, ...]
-    counts: tuple[ModelCounts, ...]
+    problems: tuple[SuiteProblem, ...]
+    stats: tuple[ModelProblemStats, ...]
 
 
 @dataclass(frozen=True)

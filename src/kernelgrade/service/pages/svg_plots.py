@@ -10,6 +10,9 @@ from html import escape
 
 WIDTH, MARGIN = 600, 40
 FAST_P_THRESHOLDS = (0.5, 0.8, 1.0, 1.5, 2.0)
+# More 1-2-5 ticks than this crowd a 520-pixel axis (labels such as 0.002 are 30 pixels wide); beyond it only
+# the powers of ten are marked.
+MAX_LOG_TICKS = 10
 TIMES = "\u00d7"  # the multiplication sign of "1.5x"
 
 
@@ -51,20 +54,41 @@ def _text(x: float, y: float, text: str, css: str = "tick", anchor: str = "middl
     return f'<text class="{css}" x="{x:.1f}" y="{y}" text-anchor="{anchor}">{escape(text)}</text>'
 
 
+def log_ticks(low: float, high: float) -> list[float]:
+    """Round values (1, 2, 5 times a power of ten) from the largest at or below `low` to the smallest at or
+    above `high`, so that the ticks hold every value in between; only the powers of ten where that makes more
+    than MAX_LOG_TICKS."""
+    for mantissas in ((1.0, 2.0, 5.0), (1.0,)):
+        decade = math.floor(math.log10(low))
+        ticks = [m * 10.0**d for d in range(decade - 1, math.ceil(math.log10(high)) + 1) for m in mantissas]
+        below = [t for t in ticks if t <= low * (1 + 1e-9)]
+        above = [t for t in ticks if t >= high * (1 - 1e-9)]
+        chosen = [float(f"{t:.6g}") for t in ticks if below[-1] <= t <= above[0]]
+        if len(chosen) <= MAX_LOG_TICKS:
+            break
+    return chosen
+
+
 def speedup_axis(speedups: Sequence[float], thresholds: Sequence[float]) -> Axis:
+    """A log axis from the round tick at or below the smallest value to the one at or above the largest."""
     values = [s for s in speedups if s > 0] + list(thresholds)
-    return Axis(min(values) / 1.25, max(values) * 1.25, log=True)
+    ticks = log_ticks(min(values), max(values))
+    return Axis(ticks[0], ticks[-1], log=True)
 
 
 def speedup_distribution(speedups: Sequence[float], thresholds: Sequence[float] = FAST_P_THRESHOLDS) -> str:
-    """Every correct submission's speedup as a dot on a log axis, with the fast_p thresholds as lines."""
+    """Every correct submission's speedup as a dot on a log axis with round ticks that hold every dot, and
+    the fast_p thresholds as lines."""
     height, axis_y = 150, 110
     axis = speedup_axis(speedups, thresholds)
     body = [f'<line class="axis" x1="{MARGIN}" y1="{axis_y}" x2="{WIDTH - MARGIN}" y2="{axis_y}"/>']
+    for tick in log_ticks(axis.low, axis.high):
+        x = axis.x(tick)
+        body += [f'<line class="tick" x1="{x:.1f}" y1="{axis_y}" x2="{x:.1f}" y2="{axis_y + 5}"/>',
+                 _text(x, axis_y + 18, f"{tick:g}")]
     for p in thresholds:
         x = axis.x(p)
-        body += [_vline(x, 20, axis_y, "threshold"), _text(x, 14, f"{p:g}{TIMES}", "threshold-label"),
-                 _text(x, axis_y + 18, f"{p:g}")]
+        body += [_vline(x, 20, axis_y, "threshold"), _text(x, 14, f"{p:g}{TIMES}", "threshold-label")]
     body += [_point(axis.x(s), 65 + _jitter(i, 25), f"speedup {s:.3g}{TIMES}", "speedup")
              for i, s in enumerate(speedups) if s > 0]
     body.append(_text(WIDTH / 2, axis_y + 36, "speedup over the reference (log scale)", "axis-label"))

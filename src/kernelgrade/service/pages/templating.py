@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from kernelgrade import __version__
+from kernelgrade.service.pages.measurements import stop_reason
 
 SERVICE_DIR = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = SERVICE_DIR / "templates"
@@ -36,7 +37,7 @@ def _percent(value: float | None) -> str:
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(["html"]),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(when=_when, day=_day, num=_number, percent=_percent)
+    env.filters.update(when=_when, day=_day, num=_number, percent=_percent, stop_reason=stop_reason)
     env.globals["version"] = __version__
     return env
 

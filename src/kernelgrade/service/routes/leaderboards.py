@@ -17,7 +17,9 @@ router = APIRouter(prefix="/v1/leaderboards", tags=["leaderboards"])
 
 @router.get("", response_model=SuiteBoardOut, responses=errors(422))
 def suite_board(context: Context, suite: QueryText = None, device: QueryText = None) -> SuiteBoardOut:
-    """Per model label: fast_p for p in 0, 0.5, 0.8, 1, 1.5, 2, geometric-mean speedup, correct rate."""
+    """Per model label and device class, over the suite's problems that device class can grade (a cpu-* class
+    grades the cpu problems, a cuda-* class the cuda ones): fast_p for p in 0, 0.5, 0.8, 1, 1.5, 2,
+    geometric-mean speedup, correct rate. `device` keeps one device class."""
     return board_for_suite(context, suite, device)
 
 
