@@ -190,7 +190,6 @@ class Harness:
         self.timing_state: tuple[Any, ...] = ()
         self.tampered_state: list[str] = []
 
-
     def handle(self, request: Request[Any] | Refusal) -> tuple[object, float]:
         """The request's reply, or a Refusal, and the seconds it took. `request` is a Refusal already where the
         protocol could not read it."""

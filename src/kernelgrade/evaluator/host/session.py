@@ -137,7 +137,7 @@ class RunSession:
         request = TimeRequest(params)
         started = time.perf_counter()
         raw = self._exchange(Stage.TIMING, request, timeout)
-        outer = time.perf_counter() - started  # the line as it arrived: reading it is the judge's own time
+        outer = time.perf_counter() - started  # up to the reply's arrival: decoding it is the judge's own work
         return TimedReply(self._read(Stage.TIMING, request, raw), outer)
 
     def timed_outputs(self, outputs_dir: Path, timeout: float) -> TimedOutputsReply:

@@ -1,8 +1,9 @@
 """The run child's protocol: one request type and one reply type per operation, in JSON lines.
 
 A request line is {"op", "seq", "channel_key" (ready, warm and load only), "body"}; the reply line is
-{"channel_key", "seq", "seconds", "body"} when the request was carried out, {"channel_key", "seq", "refusal"}
-when it was not. The envelope is written and checked here and nowhere else, on both sides:
+{"channel_key", "seq", "seconds", "body", "refusal"}, with the reply in "body" when the request was carried out
+and why not in "refusal" when it was not (the other one null). The envelope is written and checked here and
+nowhere else, on both sides:
 
 - the judge (host/session.py) writes requests with request_line() and reads replies with read_reply(), which
   refuses, as ForgedReply, a reply without this run's key and the request's sequence number (docs/threats.md
