@@ -19,7 +19,7 @@ from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.judge.timing_stage import CONFIRM_PHASES, confirmed
 from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
-from kernelgrade.evaluator.wire.replies import Extensions, Integrity, TimedReply
+from kernelgrade.evaluator.wire.replies import Extensions, Integrity, L2Reset, TimedReply, TimeReply
 from kernelgrade.problems import find_builtin
 from tests.conftest import RequestFactory
 
@@ -28,8 +28,9 @@ LOOP = ReferenceLoop(wall_gap_ms=0.05, overhead_per_rep_ms=0.3)
 
 
 def timed(device_ms: float, wall_ms: float, reps: int, outer_ms: float, **extra: object) -> TimedReply:
-    return TimedReply((device_ms,) * reps, (wall_ms,) * reps, "target_precision", "cuda_event", CLEAN,
-                      outer_ms / 1000.0, **extra)  # type: ignore[arg-type]
+    reported = TimeReply((device_ms,) * reps, (wall_ms,) * reps, "target_precision", "cuda_event", CLEAN,
+                         **extra)  # type: ignore[arg-type]
+    return TimedReply(reported, outer_ms / 1000.0)
 
 
 def codes(reply: TimedReply, loop: ReferenceLoop = LOOP) -> set[str]:
@@ -54,7 +55,7 @@ def test_loop_noise_within_the_allowance_is_not_flagged() -> None:
 def test_reps_whose_flush_is_clean_keep_their_event_time() -> None:
     loop = ReferenceLoop(0.05, 0.3, flush_ms=0.085)
     reply = timed(1.0, 1.05, 4, 10.0, flush_ms=(0.085, 0.087, 0.084, 0.086))
-    assert flush_corrected(reply, loop) == (reply.device_ms, [])
+    assert flush_corrected(reply, loop) == (reply.reported.device_ms, [])
 
 
 def test_work_started_during_the_flush_is_counted_from_the_flush() -> None:
@@ -69,7 +70,7 @@ def test_work_started_during_the_flush_is_counted_from_the_flush() -> None:
 
 def test_no_flush_times_no_correction() -> None:
     reply = timed(1.0, 1.05, 4, 10.0)
-    assert flush_corrected(reply, ReferenceLoop(0.05, 0.3)) == (reply.device_ms, [])
+    assert flush_corrected(reply, ReferenceLoop(0.05, 0.3)) == (reply.reported.device_ms, [])
 
 
 def test_work_after_the_end_event_is_flagged() -> None:
@@ -78,7 +79,7 @@ def test_work_after_the_end_event_is_flagged() -> None:
 
 
 def test_a_clock_rebound_during_reps_and_persisting_l2_are_flagged() -> None:
-    reply = timed(2.7, 2.75, 40, 40 * 3.05, clock_tampered_reps=3, l2_limit_before=1 << 20)
+    reply = timed(2.7, 2.75, 40, 40 * 3.05, clock_tampered_reps=3, l2=L2Reset("reset", 1 << 20))
     found = {f.code: f for f in timing_findings(reply, LOOP)}
     assert found["timer_patched"].severity is Severity.FLAG and "3 of 40" in found["timer_patched"].message
     assert found["l2_persistence"].severity is Severity.FLAG

@@ -22,6 +22,7 @@ from kernelgrade.evaluator.integrity.proctree import count_tree
 from kernelgrade.evaluator.integrity.tensor_checks import active_modes, fingerprint, inert, why_not_plain
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.wire import tensorfile
+from kernelgrade.evaluator.wire.protocol import CallRequest
 
 FEW_REPS = TimingParams(warmup_calls=1, warmup_ms=0.0, min_reps=5, max_reps=5, input_sets=2, flush_bytes=1 << 20)
 
@@ -157,8 +158,8 @@ def test_call_sees_an_output_written_while_it_is_saved(tmp_path: Path, monkeypat
     harness.model = lambda a, b: a + b
     inputs = tmp_path / "in.kgt"
     tensorfile.save(inputs, [torch.ones(16), torch.ones(16)])
-    command = {"inputs": str(inputs), "outputs": str(tmp_path / "out.kgt"), "settle_s": 0.0}
-    assert harness.call(command)["changed_after_return"] is False
+    request = CallRequest(inputs, tmp_path / "out.kgt", settle_s=0.0)
+    assert harness.call(request).changed_after_return is False
     real_save = tensorfile.save
 
     def written_late(path: Path, values: list[Any]) -> None:
@@ -166,4 +167,4 @@ def test_call_sees_an_output_written_while_it_is_saved(tmp_path: Path, monkeypat
         real_save(path, values)
 
     monkeypatch.setattr(run_child.tensorfile, "save", written_late)
-    assert harness.call(command)["changed_after_return"] is True
+    assert harness.call(request).changed_after_return is True

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from kernelgrade.evaluator import ProblemSpec
+from kernelgrade.evaluator.codec import Codec, DecodeError
 from kernelgrade.evaluator.host.reference import Footprint
 from kernelgrade.evaluator.host.reference_cache import References
 from kernelgrade.evaluator.host.run_children import ChildKind, RunChildren
@@ -308,7 +309,8 @@ def test_call_digest_is_over_the_arguments_as_given() -> None:
 
 @pytest.mark.parametrize("library", ["/etc/passwd", "../other/x.so", ""])
 def test_a_prebuilt_entry_outside_the_build_dir_is_refused(library: str) -> None:
-    assert Prebuilt.from_json({"digest": "d", "library": library}) is None
+    with pytest.raises(DecodeError, match="inside the build dir"):
+        Codec().decode(Prebuilt, {"digest": "d", "library": library})
 
 
 def test_an_unrecorded_call_builds_and_a_recorded_one_with_no_library_builds_too(tmp_path: Path) -> None:

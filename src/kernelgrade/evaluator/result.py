@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
+from kernelgrade.evaluator.codec import Codec, JSONValue
 from kernelgrade.evaluator.roofline_floor import RooflineFloor
+
+# Results are stored and read back by later versions: NaN is written as null (JSON has none), as results have
+# always been, and fields a result no longer has are skipped.
+STORED = Codec(nan_as_null=True, ignore_unknown=True)
 
 
 class Verdict(StrEnum):
@@ -150,14 +153,13 @@ class CompiledBaseline:
     def median_ms(self) -> float | None:
         return self.timing.median_ms if self.timing is not None else None
 
-    def to_json_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = _jsonable(dataclasses.asdict(self))
-        return data
+    def to_json_dict(self) -> dict[str, JSONValue]:
+        return STORED.encode_dataclass(self)
 
     @classmethod
-    def from_json_dict(cls, data: dict[str, Any]) -> CompiledBaseline:
-        baseline: CompiledBaseline = _build(cls, data)
-        return baseline
+    def from_json_dict(cls, data: Mapping[str, object]) -> CompiledBaseline:
+        """Raises DecodeError (a ValueError) where `data` does not read as a baseline."""
+        return STORED.decode(cls, data)
 
 
 @dataclass(frozen=True)
@@ -202,72 +204,16 @@ class EvalResult:
     def passed(self) -> bool:
         return self.verdict is Verdict.CORRECT
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, JSONValue]:
         """A plain JSON-ready form, for the CLI's --json and for storage."""
-        data: dict[str, Any] = _jsonable(dataclasses.asdict(self))
-        return data
+        return STORED.encode_dataclass(self)
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_json_dict(), indent=indent)
 
     @classmethod
-    def from_json_dict(cls, data: dict[str, Any]) -> EvalResult:
-        result: EvalResult = _build(cls, data)
-        return result
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, StrEnum):
-        return value.value
-    if isinstance(value, float) and math.isnan(value):  # NaN is not JSON
-        return None
-    return value
-
-
-_NESTED: dict[str, type] = {
-    "failure": Failure,
-    "reference_timing": TimingStats,
-    "candidate_timing": TimingStats,
-    "method": TimingMethod,
-    "environment": Environment,
-    "roofline": RooflineFloor,
-    "compiled_baseline": CompiledBaseline,
-    "timing": TimingStats,
-}
-
-
-def _build(cls: type[Any], data: dict[str, Any]) -> Any:
-    """Rebuild a result from its JSON form (the inverse of to_json_dict)."""
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data:
-            continue
-        raw = data[f.name]
-        kwargs[f.name] = _field_value(cls, f.name, raw)
-    return cls(**kwargs)
-
-
-def _field_value(cls: type[Any], name: str, raw: Any) -> Any:
-    if raw is None:
-        return None
-    if name in _NESTED:
-        return _build(_NESTED[name], raw)
-    if name == "trials":
-        return tuple(_build(TrialResult, t) for t in raw)
-    if name == "findings":
-        return tuple(Finding(t["code"], Severity(t["severity"]), t["message"]) for t in raw)
-    if name in {"stage_seconds", "extra"}:
-        return tuple((str(k), v) for k, v in raw)
-    if name == "samples_ms":
-        return tuple(raw)
-    if name == "verdict":
-        return Verdict(raw)
-    if name == "stage" and cls is Failure:
-        return Stage(raw)
-    if name == "status" and cls is CompiledBaseline:
-        return BaselineStatus(raw)
-    return raw
+    def from_json_dict(cls, data: Mapping[str, object]) -> EvalResult:
+        """The inverse of to_json_dict, for results stored by any version: fields since removed are skipped,
+        fields added since take their defaults. Raises DecodeError (a ValueError) naming the field that does
+        not read."""
+        return STORED.decode(cls, data)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, BinaryIO
+from typing import BinaryIO
+
+from kernelgrade.evaluator.codec import JSONValue
 
 
 class ChildChannel:
@@ -28,14 +30,11 @@ class ChildChannel:
         os.dup2(2, 1)
         return cls(commands, replies)
 
-    def receive(self) -> dict[str, Any] | None:
+    def receive(self) -> bytes | None:
+        """The next command line, as sent (the protocol reads it); None once the judge has closed the pipe."""
         line = self._commands.readline()
-        if not line:
-            return None
-        message = json.loads(line)
-        assert isinstance(message, dict)
-        return message
+        return line or None
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: dict[str, JSONValue]) -> None:
         self._replies.write(json.dumps(message, allow_nan=True).encode() + b"\n")
         self._replies.flush()

@@ -7,6 +7,7 @@ Run as `python -m kernelgrade.evaluator.child.compile_child`; one command in, on
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import traceback
@@ -20,9 +21,11 @@ from torch.utils import cpp_extension
 from kernelgrade.evaluator.child.channel import ChildChannel
 from kernelgrade.evaluator.child.header_pch import with_pch
 from kernelgrade.evaluator.child.lean_header import with_lean_header
+from kernelgrade.evaluator.codec import Codec
 from kernelgrade.evaluator.source_module import import_submission
 from kernelgrade.evaluator.wire import tensorfile
-from kernelgrade.evaluator.wire.prebuilt import call_digest, library_of
+from kernelgrade.evaluator.wire.compile_protocol import BuildRecord, CompileReply, CompileRequest
+from kernelgrade.evaluator.wire.prebuilt import Prebuilt, call_digest, library_of
 
 
 class BuildRecorder:
@@ -31,7 +34,7 @@ class BuildRecorder:
     child can import it without building (prebuilt.py)."""
 
     def __init__(self) -> None:
-        self.builds: list[dict[str, Any]] = []
+        self.builds: list[BuildRecord] = []
         self.extensions_dir = Path(os.environ.get("TORCH_EXTENSIONS_DIR", "."))
 
     def wrap(self, original: Callable[..., Any], inline: bool) -> Callable[..., Any]:
@@ -42,18 +45,19 @@ class BuildRecorder:
             try:
                 result = original(*args, **kwargs)
             except BaseException as exc:
-                self.builds.append({"name": name, "ok": False, "error": f"{type(exc).__name__}: {exc}"})
+                self.builds.append(BuildRecord(name, ok=False, error=f"{type(exc).__name__}: {exc}"))
                 raise
-            self.builds.append({"name": name, "ok": True, "error": "", **self._prebuilt(inline, digest, result)})
+            self.builds.append(BuildRecord(name, ok=True, prebuilt=self._prebuilt(inline, digest, result)))
             return result
 
         return recording
 
-    def _prebuilt(self, inline: bool, digest: str, result: Any) -> dict[str, Any]:
+    def _prebuilt(self, inline: bool, digest: str, result: Any) -> Prebuilt | None:
         found = library_of(result, self.extensions_dir) if inline else None
-        if found is None:
-            return {}
-        return {"prebuilt": {"digest": digest, "library": found[0], "python_module": found[1]}}
+        try:
+            return None if found is None else Prebuilt(digest, found[0], found[1])
+        except ValueError:  # not a place the run child may import from: it builds that call itself
+            return None
 
     def install(self, pch: dict[str, str], missed: set[str], lean: bool) -> None:
         """`pch`: variant name -> the judge's read-only directory holding torch/extension.h.gch for it; `lean`:
@@ -66,24 +70,21 @@ class BuildRecorder:
         cpp_extension.load = self.wrap(cpp_extension.load, inline=False)
 
 
-def build(command: dict[str, Any]) -> dict[str, Any]:
+def build(request: CompileRequest) -> CompileReply:
     recorder = BuildRecorder()
     missed: set[str] = set()
-    pch = command.get("pch")
-    recorder.install({str(k): str(v) for k, v in pch.items()} if isinstance(pch, dict) else {}, missed,
-                     lean=bool(command.get("lean")))
+    recorder.install(request.pch, missed, lean=request.lean)
     problem_error = ""
     try:
-        module = import_submission(Path(command["submission"]))
-        init_inputs = tensorfile.load(Path(command["init_inputs"]))
-        torch.manual_seed(int(command["seed"]))
+        module = import_submission(request.submission)
+        init_inputs = tensorfile.load(request.init_inputs)
+        torch.manual_seed(request.seed)
         # Constructing ModelNew triggers builds done in __init__; other failures here (no GPU in this
         # child, say) are left for the run child to report.
         module.ModelNew(*init_inputs)
     except BaseException:
         problem_error = traceback.format_exc(limit=8)
-    failed = [b for b in recorder.builds if not b["ok"]]
-    return {"ok": not failed, "builds": recorder.builds, "import_error": problem_error, "pch_missed": sorted(missed)}
+    return CompileReply(tuple(recorder.builds), problem_error, tuple(sorted(missed)))
 
 
 def note_in_log(line: str) -> None:
@@ -93,9 +94,12 @@ def note_in_log(line: str) -> None:
 
 def main() -> None:
     channel = ChildChannel.from_stdio()
-    command = channel.receive()
-    if command is not None:
-        channel.send(build(command))
+    line = channel.receive()
+    if line is not None:
+        # A request that does not decode raises here: the child dies with the reason in its log, and the judge
+        # reports the compile step as crashed.
+        request = Codec().decode(CompileRequest, json.loads(line))
+        channel.send(Codec().encode_dataclass(build(request)))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The run child: loads the built submission, runs forward() on the judge's inputs, times it.
 
 Untrusted code runs in this process, so everything it reports is a claim the judge cross-checks.
-Run as `python -m kernelgrade.evaluator.child.run_child`; commands arrive as JSON lines (see session.py).
+Run as `python -m kernelgrade.evaluator.child.run_child`; requests arrive as JSON lines
+(wire/protocol.py).
 """
 
 from __future__ import annotations
@@ -26,15 +27,38 @@ from torch.utils import cpp_extension
 
 from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.child.channel import ChildChannel
-from kernelgrade.evaluator.compare import flatten_outputs
+from kernelgrade.evaluator.compare import OutputMeta, flatten_outputs
 from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.guard import Guard
 from kernelgrade.evaluator.integrity.l2 import PersistingL2
 from kernelgrade.evaluator.integrity.tensor_checks import active_modes, fingerprints, inert, why_not_plain
-from kernelgrade.evaluator.request import TimingFlags, TimingParams
 from kernelgrade.evaluator.source_module import import_submission
-from kernelgrade.evaluator.wire import tensorfile
+from kernelgrade.evaluator.wire import protocol, tensorfile
 from kernelgrade.evaluator.wire.prebuilt import Prebuilt, importing
+from kernelgrade.evaluator.wire.protocol import (
+    CallRequest,
+    ExitRequest,
+    LoadRequest,
+    Op,
+    ReadyRequest,
+    Refusal,
+    RefusalKind,
+    Request,
+    TimedOutputsRequest,
+    TimeRequest,
+    WarmRequest,
+    WarmupRequest,
+)
+from kernelgrade.evaluator.wire.replies import (
+    CallReply,
+    Done,
+    Extensions,
+    Integrity,
+    L2Reset,
+    TimedOutputsReply,
+    TimeReply,
+    WarmupReply,
+)
 
 # Captured before the submission is imported (see timing.py for the same precaution).
 _Tensor = torch.Tensor
@@ -56,17 +80,14 @@ class SubmissionFailed(Exception):
     """The submission raised; carries the formatted traceback."""
 
 
-def output_meta(value: Any) -> dict[str, Any]:
+def output_meta(value: Any) -> OutputMeta:
     problem = why_not_plain(value) if isinstance(value, _Tensor) else "not a tensor"
     plain = problem == ""
-    return {
-        "type_name": type(value).__name__,
-        "is_plain_tensor": plain,
-        "why_not_plain": problem if isinstance(value, _Tensor) else "",
-        "device": str(value.device) if plain else "",
-        "dtype": tensorfile.dtype_name(value.dtype) if plain else "",
-        "shape": list(value.shape) if plain else [],
-    }
+    return OutputMeta(type_name=type(value).__name__, is_plain_tensor=plain,
+                      device=str(value.device) if plain else "",
+                      dtype=tensorfile.dtype_name(value.dtype) if plain else "",
+                      shape=tuple(int(d) for d in value.shape) if plain else (),
+                      why_not_plain=problem if isinstance(value, _Tensor) else "")
 
 
 def os_threads() -> int:
@@ -95,7 +116,7 @@ class ExtensionWatch:
         self.tampered = False
         self._installed = self._hook  # one bound method, so that the identity check below means something
 
-    def install(self, prebuilt: list[Prebuilt], prebuilt_dir: Path) -> None:
+    def install(self, prebuilt: tuple[Prebuilt, ...], prebuilt_dir: Path) -> None:
         """load_inline answers the compile child's recorded builds by importing their libraries."""
         cpp_extension.load_inline = self._recording(importing(prebuilt, prebuilt_dir, cpp_extension.load_inline))
         cpp_extension.load = self._recording(cpp_extension.load)
@@ -137,15 +158,15 @@ class ExtensionWatch:
                  if any(callable(v) and getattr(v, "__module__", None) == m.__name__ for v in vars(m).values())}
         return sorted(found)
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> Extensions:
         names = set(self.modules())
 
-        def listed(calls: set[tuple[str, str]]) -> list[str]:
-            return sorted(f"{m}.{f}" for m, f in calls if m in names)
+        def listed(calls: set[tuple[str, str]]) -> tuple[str, ...]:
+            return tuple(sorted(f"{m}.{f}" for m, f in calls if m in names))
 
-        return {"modules": sorted(names), "called": listed(self.called), "returned": listed(self.returned),
-                "raised": listed(self.raised), "called_at_load": listed(self.called_at_load),
-                "tampered": self.tampered}
+        return Extensions(modules=tuple(sorted(names)), called=listed(self.called), raised=listed(self.raised),
+                          called_at_load=listed(self.called_at_load), tampered=self.tampered,
+                          returned=listed(self.returned))
 
 
 class Harness:
@@ -160,7 +181,7 @@ class Harness:
         # The persisting-L2 set-aside the harness expects: the driver's default until the harness resets it
         # to 0 (an H200's context starts with 11.8 MB set aside); any other value is the submission's doing.
         self.l2_expected = 0
-        self.l2_state: dict[str, Any] = {}
+        self.l2_state = L2Reset()
         self.extensions = ExtensionWatch()
         self.rotation: timing.InputRotation | None = None
         self.flusher: timing.Flusher | None = None
@@ -169,20 +190,25 @@ class Harness:
         self.timing_state: tuple[Any, ...] = ()
         self.tampered_state: list[str] = []
 
-    def handle(self, command: dict[str, Any]) -> dict[str, Any]:
-        op = command.get("op")
-        handler = {"ready": self.ready, "warm": self.warm, "load": self.load, "call": self.call,
-                   "warmup": self.warmup, "time": self.time, "timed_outputs": self.timed_outputs}.get(str(op))
+    def handle(self, request: Request[Any] | Refusal) -> tuple[object, float]:
+        """The request's reply, or a Refusal, and the seconds it took. `request` is a Refusal already where the
+        protocol could not read it."""
+        if isinstance(request, Refusal):
+            return request, 0.0
+        # Each handler takes its op's request type and returns that request's reply type. Made per request from
+        # the class's methods, which the guard watches (a table kept on the instance could be edited unseen).
+        handlers: dict[Op, Callable[[Any], object]] = {
+            Op.READY: self.ready, Op.WARM: self.warm, Op.LOAD: self.load, Op.CALL: self.call, Op.WARMUP: self.warmup,
+            Op.TIME: self.time, Op.TIMED_OUTPUTS: self.timed_outputs}
+        handler = handlers.get(request.OP)
         if handler is None:
-            return {"ok": False, "kind": "protocol", "error": f"unknown op {op!r}"}
+            return Refusal(RefusalKind.PROTOCOL, f"unknown op {request.OP.value!r}"), 0.0
         started = _perf_counter()
         try:
-            reply = handler(command)
+            reply = handler(request)
         except SubmissionFailed as exc:
-            return {"ok": False, "kind": "submission", "error": str(exc)}
-        reply.setdefault("ok", True)
-        reply["seconds"] = _perf_counter() - started
-        return reply
+            return Refusal(RefusalKind.SUBMISSION, str(exc)), 0.0
+        return reply, _perf_counter() - started
 
     def _run_submission(self, fn: Any, *args: Any) -> Any:
         try:
@@ -190,36 +216,35 @@ class Harness:
         except BaseException as exc:  # SystemExit and KeyboardInterrupt from submission code included
             raise SubmissionFailed(_format_exception(exc)) from None
 
-    def ready(self, _command: dict[str, Any]) -> dict[str, Any]:
+    def ready(self, _request: ReadyRequest) -> Done:
         """Torch is imported (before the command loop): the judge learns the child is up without it touching
         the device, so that a judge that is measuring can hold the device warm-up back."""
-        return {}
+        return Done()
 
-    def warm(self, command: dict[str, Any]) -> dict[str, Any]:
+    def warm(self, request: WarmRequest) -> Done:
         """Everything before the submission that takes time: torch's device context and library handles. A
         warm child waits here, so that only loading the submission is left when its turn comes."""
-        self.device = torch.device(command["device"])
+        self.device = torch.device(request.device)
         precision_flags.set_strict()
         torch.set_grad_enabled(False)
         _prewarm(self.device)
         self.warmed = True
-        return {}
+        return Done()
 
-    def load(self, command: dict[str, Any]) -> dict[str, Any]:
-        if not self.warmed or torch.device(command["device"]) != self.device:
-            self.warm(command)
+    def load(self, request: LoadRequest) -> Integrity:
+        if not self.warmed or torch.device(request.device) != self.device:
+            self.warm(WarmRequest(request.device))
         self.flags_before = precision_flags.snapshot()
         self.l2 = PersistingL2() if self.device.type == "cuda" else None
         self.l2_expected = self.l2.limit() if self.l2 else 0
-        prebuilt = [p for p in map(Prebuilt.from_json, command.get("prebuilt", [])) if p is not None]
-        self.extensions.install(prebuilt, Path(str(command.get("prebuilt_dir", "."))))
+        self.extensions.install(request.prebuilt, request.prebuilt_dir)
         self.guard = Guard.take()
         with self.extensions.watching():
-            module = self._run_submission(import_submission, Path(command["submission"]))
+            module = self._run_submission(import_submission, request.submission)
             if not hasattr(module, "ModelNew"):
                 raise SubmissionFailed("the module defines no ModelNew after import")
-            init_inputs = tensorfile.load(Path(command["init_inputs"]))
-            torch.manual_seed(int(command["seed"]))
+            init_inputs = tensorfile.load(request.init_inputs)
+            torch.manual_seed(request.seed)
             model = self._run_submission(module.ModelNew, *init_inputs)
             self.model = self._run_submission(model.to, self.device)
         self.extensions.loaded()
@@ -227,33 +252,34 @@ class Harness:
         self.threads_before = os_threads()
         return self._integrity()
 
-    def _inputs(self, path: str) -> list[Any]:
+    def _inputs(self, path: Path) -> list[Any]:
         with inert():
-            return tensorfile.load(Path(path), self.device)
+            return tensorfile.load(path, self.device)
 
-    def call(self, command: dict[str, Any]) -> dict[str, Any]:
-        inputs = self._inputs(command["inputs"])
+    def call(self, request: CallRequest) -> CallReply:
+        inputs = self._inputs(request.inputs)
         with inert():
             given = timing.clone_inputs(inputs)
-            _poison(self.device, [int(n) for n in command.get("poison_bytes", [])])
+            _poison(self.device, request.poison_bytes)
         self._synchronize()
         with self.extensions.watching():
             out = self._run_submission(self.model, *given)
         outputs = flatten_outputs(out)
         at_return = fingerprints(outputs)  # before any synchronize: work still running shows up as a change
-        self._settle(float(command.get("settle_s", MIN_SETTLE_S)))
+        self._settle(request.settle_s)
         after = fingerprints(outputs)
         with inert():
             mutated = [i for i, (a, b) in enumerate(zip(inputs, given, strict=True))
                        if isinstance(a, _Tensor) and not (type(b) is _Tensor and _equal(a, b))]
-            metas = [output_meta(v) for v in outputs]
-            tensorfile.save(Path(command["outputs"]), [v if m["is_plain_tensor"] else None
-                                                       for v, m in zip(outputs, metas, strict=True)])
+            metas = tuple(output_meta(v) for v in outputs)
+            tensorfile.save(request.outputs, [v if m.is_plain_tensor else None
+                                              for v, m in zip(outputs, metas, strict=True)])
             # Once more after the save: work that wakes late (a process descheduled through the settle wait on
             # a busy host) and writes while the file is written would otherwise pass as a wrong output.
             saved = fingerprints(outputs)
-        return {"outputs": metas, "mutated_inputs": mutated, "input_fingerprints": fingerprints(given),
-                "changed_after_return": not at_return == after == saved, **self._integrity()}
+        return CallReply(outputs=metas, mutated_inputs=tuple(mutated),
+                         changed_after_return=not at_return == after == saved, integrity=self._integrity(),
+                         input_fingerprints=tuple(fingerprints(given)))
 
     def _settle(self, seconds: float) -> None:
         """Device-wide synchronize, wait, synchronize again: a thread that writes late has had its chance."""
@@ -267,24 +293,24 @@ class Harness:
         except BaseException as exc:  # an asynchronous CUDA error surfaces here
             raise SubmissionFailed(_format_exception(exc)) from None
 
-    def warmup(self, command: dict[str, Any]) -> dict[str, Any]:
+    def warmup(self, request: WarmupRequest) -> WarmupReply:
         # Sets, flush buffer and L2 reset are ready before `time`, so the judge's clock around that phase
         # covers only the reps.
-        self.rotation = timing.InputRotation([self._inputs(p) for p in command["input_sets"]])
-        self.flusher = timing.Flusher(self.device, int(command["flush_bytes"]))
+        self.rotation = timing.InputRotation([self._inputs(p) for p in request.input_sets])
+        self.flusher = timing.Flusher(self.device, request.flush_bytes)
         self.timing_state = self._timing_state()
-        params = TimingParams(**command["params"])
+        params = request.params
         # The problem may ask to be timed under PyTorch's default switches; from here on those are the
         # harness's own, and only a change from them is the submission's.
-        precision_flags.apply(TimingFlags(params.flags))
+        precision_flags.apply(params.flags)
         self.flags_before = precision_flags.snapshot()
-        self.settle_s = float(command.get("settle_s", MIN_SETTLE_S))
+        self.settle_s = request.settle_s
         keeper = timing.OutputKeeper()
         calls = self._run_submission(timing.warm_up, self.model, self.rotation, self.device, params, keeper)
         del keeper
         self.l2_state = self._reset_l2()
         self._check_timing_state()
-        return {"calls": calls, **self._integrity()}
+        return WarmupReply(calls=calls, integrity=self._integrity())
 
     def _timing_state(self) -> tuple[Any, ...]:
         """What the timed reps rely on besides code: the objects that supply inputs and flush caches, their
@@ -301,31 +327,30 @@ class Harness:
         if self.timing_state and self._timing_state() != self.timing_state:
             self.tampered_state = ["the harness's timing state (input sets, flush buffer or instance methods)"]
 
-    def _reset_l2(self) -> dict[str, Any]:
+    def _reset_l2(self) -> L2Reset:
         if self.l2 is None:
-            return {"status": "not applicable (CPU)", "limit_bytes": 0, "window_bytes": 0}
+            return L2Reset("not applicable (CPU)")
         self._synchronize()
         state = self.l2.reset(0, torch.cuda.current_stream(self.device).cuda_stream)
         changed = state.limit_bytes if state.limit_bytes != self.l2_expected else 0
         if state.status == "reset":
             self.l2_expected = 0
-        return {"status": state.status, "limit_bytes": changed, "window_bytes": state.window_bytes}
+        return L2Reset(state.status, changed, state.window_bytes)
 
-    def time(self, command: dict[str, Any]) -> dict[str, Any]:
+    def time(self, request: TimeRequest) -> TimeReply:
         assert self.rotation is not None and self.flusher is not None, "warmup must come first"
-        params = TimingParams(**command["params"])
+        params = request.params
         keeper = timing.OutputKeeper()
         raw = self._run_submission(timing.measure, self.model, self.rotation, self.device, params, self.flusher,
                                    keeper)
         self._synchronize()
         self._check_timing_state()
         self.keeper = keeper
-        return {"device_ms": list(raw.device_ms), "wall_ms": list(raw.wall_ms), "stop_reason": raw.stop_reason,
-                "clock": raw.clock, "clock_tampered_reps": raw.tampered_reps, "host_bound_reps": raw.host_bound_reps,
-                "flush_ms": list(raw.flush_ms), "l2": self.l2_state,
-                **self._integrity()}
+        return TimeReply(device_ms=raw.device_ms, wall_ms=raw.wall_ms, stop_reason=raw.stop_reason, clock=raw.clock,
+                         integrity=self._integrity(), l2=self.l2_state, clock_tampered_reps=raw.tampered_reps,
+                         host_bound_reps=raw.host_bound_reps, flush_ms=raw.flush_ms)
 
-    def timed_outputs(self, command: dict[str, Any]) -> dict[str, Any]:
+    def timed_outputs(self, request: TimedOutputsRequest) -> TimedOutputsReply:
         """A sample of timed outputs (the last of each input set and some drawn at random), fingerprinted
         again after a settle; written outside the judge's clock around `time`, one file per kept rep
         (`timed_{i}.kgt` in the given directory) so that no file holds more than one call's outputs."""
@@ -336,22 +361,21 @@ class Harness:
         with inert():
             for i, e in enumerate(kept):
                 entry = [e.tag[0], e.tag[1], e.rep, [v if why_not_plain(v) == "" else None for v in e.outputs]]
-                tensorfile.save(Path(command["outputs_dir"]) / f"timed_{i}.kgt", entry)
-        return {"kept": len(kept), "changed_after_return": changed, **self._integrity()}
+                tensorfile.save(request.outputs_dir / f"timed_{i}.kgt", entry)
+        return TimedOutputsReply(kept=len(kept), changed_after_return=tuple(changed), integrity=self._integrity())
 
     def _l2_changed(self) -> int:
         """The persisting-L2 set-aside in force, if it is not what the harness left there; else 0."""
         current = self.l2.limit() if self.l2 else 0
         return current if current != self.l2_expected else 0
 
-    def _integrity(self) -> dict[str, Any]:
+    def _integrity(self) -> Integrity:
         flags = precision_flags.snapshot()
         changed = sorted(k for k in flags if flags[k] != self.flags_before.get(k))
         replaced = (self.guard.rebound() if self.guard else []) + self.tampered_state
-        return {"replaced_functions": replaced,
-                "precision_flags_changed": changed, "extra_threads": max(0, os_threads() - self.threads_before),
-                "torch_modes": active_modes(), "l2_limit_bytes": self._l2_changed(),
-                "extensions": self.extensions.report()}
+        return Integrity(replaced_functions=tuple(replaced), precision_flags_changed=tuple(changed),
+                         extra_threads=max(0, os_threads() - self.threads_before), torch_modes=tuple(active_modes()),
+                         l2_limit_bytes=self._l2_changed(), extensions=self.extensions.report())
 
 
 def _prewarm(device: torch.device) -> None:
@@ -375,7 +399,7 @@ def _shadowed(instance: object) -> tuple[str, ...]:
     return tuple(sorted(k for k in vars(instance) if callable(methods.get(k))))
 
 
-def _poison(device: torch.device, sizes: list[int]) -> None:
+def _poison(device: torch.device, sizes: tuple[int, ...]) -> None:
     """Fill freed memory with 0xFF bytes (NaN for floats) so outputs that are never written cannot hold
     stale values that happen to be right. On a GPU the caching allocator hands the same blocks out next;
     on the CPU malloc usually does."""
@@ -396,15 +420,13 @@ def main() -> None:
     # Set by the first command, before the submission is imported, and kept only in this frame: a reply
     # without it was not written by this loop (docs/threats.md 18).
     key = ""
-    while (command := channel.receive()) is not None:
-        if command.get("op") == "exit":
+    while (line := channel.receive()) is not None:
+        received = protocol.read_request(line)
+        if isinstance(received.request, ExitRequest):
             break
-        offered = str(command.pop("channel_key", ""))
-        key = key or offered
-        seq = command.pop("seq", None)
-        reply = harness.handle(command)
-        reply["channel_key"], reply["seq"] = key, seq
-        channel.send(reply)
+        key = key or received.channel_key
+        answer, seconds = harness.handle(received.request)
+        channel.send(protocol.reply_line(key, received.seq, answer, seconds))
     sys.stdout.flush()
 
 

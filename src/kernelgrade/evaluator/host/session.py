@@ -1,26 +1,42 @@
-"""The judge's typed conversation with one run child.
+"""The judge's typed conversation with one run child, in the protocol of wire/protocol.py.
 
-Every request has a deadline. A child that misses it is killed as a group (`timeout`); one that dies or
-garbles the channel is a `runtime_error`; one that reports an exception from the submission likewise.
+Every request has a deadline. A child that misses it is killed as a group (`timeout`); one that dies, or
+reports an exception from the submission, is a `runtime_error`. A line that is not this run's reply to the
+request (garbled, without this run's key, or not the request's reply type) is `reply_forged`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import secrets
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from kernelgrade.evaluator.compare import OutputMeta
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.result import Failure, Stage
 from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
 from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher
 from kernelgrade.evaluator.wire.prebuilt import Prebuilt
+from kernelgrade.evaluator.wire.protocol import (
+    CallRequest,
+    ForgedReply,
+    LoadRequest,
+    Op,
+    ReadyRequest,
+    Refusal,
+    Request,
+    TimedOutputsRequest,
+    TimeRequest,
+    WarmRequest,
+    WarmupRequest,
+    read_reply,
+    request_line,
+)
 from kernelgrade.evaluator.wire.replies import CallReply, Integrity, TimedOutputsReply, TimedReply
+
+ReplyT = TypeVar("ReplyT")
 
 
 class StageFailed(Exception):
@@ -61,11 +77,11 @@ class RunSession:
 
     def started(self, timeout: float) -> None:
         """Wait until the child has imported torch: work on the CPU only, nothing on the device yet."""
-        self._request(Stage.LOAD, {"op": "ready", "channel_key": self._key}, timeout)
+        self._request(Stage.LOAD, ReadyRequest(), timeout)
 
     def warm(self, device: str, timeout: float) -> None:
         """Create the device's context and its libraries' handles, before any submission."""
-        self._request(Stage.LOAD, {"op": "warm", "device": device, "channel_key": self._key}, timeout)
+        self._request(Stage.LOAD, WarmRequest(device), timeout)
 
     def close(self) -> None:
         self.child.kill()
@@ -73,90 +89,73 @@ class RunSession:
     def output(self) -> str:
         return self.child.log.text()
 
-    def _request(self, stage: Stage, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def _request(self, stage: Stage, request: Request[ReplyT], timeout: float) -> ReplyT:
+        return self._read(stage, request, self._exchange(stage, request, timeout))
+
+    def _exchange(self, stage: Stage, request: Request[Any], timeout: float) -> dict[str, object]:
+        """Send the request, wait for a line back; the child's death or silence ends the stage here."""
         self._seq += 1
-        message = {**message, "seq": self._seq}
         try:
-            reply = self.child.request(message, timeout)
+            return self.child.request(request_line(request, self._seq, self._key), timeout)
         except BadReply as exc:
-            raise StageFailed(_forged(stage, message, str(exc), self.output()), timed_out=False) from None
+            raise StageFailed(_forged(stage, request, str(exc), self.output()), timed_out=False) from None
         except ChildTimeout:
             self.child.kill()
-            raise StageFailed(Failure(Stage(stage), "timeout", f"{_what(message)} ran past its {timeout:.0f} s"
+            raise StageFailed(Failure(Stage(stage), "timeout", f"{_what(request)} ran past its {timeout:.0f} s"
                                       " limit; the process was killed. Look for an endless loop or a hang.",
                                       detail=_tail(self.output())), timed_out=True) from None
         except ChildGone as exc:
-            raise StageFailed(Failure(stage, "crashed", f"{_what(message)} crashed: {exc}.",
+            raise StageFailed(Failure(stage, "crashed", f"{_what(request)} crashed: {exc}.",
                                       detail=_tail(self.output())), timed_out=False) from None
-        if reply.get("channel_key") != self._key or reply.get("seq") != self._seq:
-            raise StageFailed(_forged(stage, message, f"a reply without this run's key or sequence number:"
-                                      f" {str(reply)[:200]}", self.output()), timed_out=False)
-        if not reply.get("ok"):
-            raise StageFailed(Failure(stage, "exception", f"{_what(message)} raised an exception:\n"
-                                      f"{_last_line(str(reply.get('error', '')))}",
-                                      detail=str(reply.get("error", ""))), timed_out=False)
+
+    def _read(self, stage: Stage, request: Request[ReplyT], raw: dict[str, object]) -> ReplyT:
+        try:
+            reply = read_reply(raw, request, self._seq, self._key)
+        except ForgedReply as exc:
+            raise StageFailed(_forged(stage, request, str(exc), self.output()), timed_out=False) from None
+        if isinstance(reply, Refusal):
+            raise StageFailed(Failure(stage, "exception", f"{_what(request)} raised an exception:\n"
+                                      f"{_last_line(reply.message)}", detail=reply.message), timed_out=False)
         return reply
 
     def load(self, submission: Path, init_inputs: Path, seed: int, device: str, prebuilt: tuple[Prebuilt, ...],
              timeout: float) -> Integrity:
-        reply = self._request(Stage.LOAD, {"op": "load", "submission": str(submission),
-                                           "init_inputs": str(init_inputs), "seed": seed, "device": device,
-                                           "prebuilt": [p.to_json() for p in prebuilt],
-                                           "prebuilt_dir": str(self.prebuilt_dir),
-                                           "channel_key": self._key}, timeout)
-        return Integrity.from_reply(reply)
+        return self._request(Stage.LOAD, LoadRequest(submission, init_inputs, seed, device, prebuilt,
+                                                     self.prebuilt_dir), timeout)
 
     def call(self, inputs: Path, outputs: Path, poison_bytes: list[int], timeout: float,
              settle_s: float = 0.0) -> CallReply:
-        reply = self._request(Stage.CORRECTNESS, {"op": "call", "inputs": str(inputs), "outputs": str(outputs),
-                                                  "poison_bytes": poison_bytes, "settle_s": settle_s}, timeout)
-        metas = tuple(OutputMeta(str(m["type_name"]), bool(m["is_plain_tensor"]), str(m["device"]),
-                                 str(m["dtype"]), tuple(int(d) for d in m["shape"]), str(m.get("why_not_plain", "")))
-                      for m in reply["outputs"])
-        return CallReply(metas, tuple(int(i) for i in reply.get("mutated_inputs", [])),
-                         bool(reply.get("changed_after_return")), Integrity.from_reply(reply),
-                         tuple(int(f) for f in reply.get("input_fingerprints", [])))
+        return self._request(Stage.CORRECTNESS, CallRequest(inputs, outputs, tuple(poison_bytes), settle_s), timeout)
 
     def warmup(self, input_sets: list[Path], params: TimingParams, flush_bytes: int, timeout: float,
                settle_s: float = 0.0) -> Integrity:
-        reply = self._request(Stage.TIMING, {"op": "warmup", "input_sets": [str(p) for p in input_sets],
-                                             "params": dataclasses.asdict(params), "flush_bytes": flush_bytes,
-                                             "settle_s": settle_s}, timeout)
-        return Integrity.from_reply(reply)
+        request = WarmupRequest(tuple(input_sets), params, flush_bytes, settle_s)
+        return self._request(Stage.TIMING, request, timeout).integrity
 
     def time(self, params: TimingParams, timeout: float) -> TimedReply:
         """Time the candidate on the input sets and flush buffer given to warmup()."""
+        request = TimeRequest(params)
         started = time.perf_counter()
-        message = {"op": "time", "params": dataclasses.asdict(params)}
-        reply = self._request(Stage.TIMING, message, timeout)
-        outer = time.perf_counter() - started
-        raw_l2 = reply.get("l2")
-        l2: dict[str, Any] = raw_l2 if isinstance(raw_l2, dict) else {}
-        return TimedReply(tuple(map(float, reply["device_ms"])), tuple(map(float, reply["wall_ms"])),
-                          str(reply["stop_reason"]), str(reply["clock"]), Integrity.from_reply(reply), outer,
-                          str(l2.get("status", "")), int(l2.get("limit_bytes", 0)),
-                          int(reply.get("clock_tampered_reps", 0)), int(reply.get("host_bound_reps", 0)),
-                          tuple(map(float, reply.get("flush_ms", []))))
+        raw = self._exchange(Stage.TIMING, request, timeout)
+        outer = time.perf_counter() - started  # up to the reply's arrival: decoding it is the judge's own work
+        return TimedReply(self._read(Stage.TIMING, request, raw), outer)
 
     def timed_outputs(self, outputs_dir: Path, timeout: float) -> TimedOutputsReply:
         """Have the child write its sample of timed outputs, each as [set, scale step, rep, [outputs]], to
         `outputs_dir`/timed_{i}.kgt."""
-        reply = self._request(Stage.TIMING, {"op": "timed_outputs", "outputs_dir": str(outputs_dir)}, timeout)
-        changed = tuple(int(r) for r in reply.get("changed_after_return", []))
-        return TimedOutputsReply(int(reply.get("kept", 0)), changed, Integrity.from_reply(reply))
+        return self._request(Stage.TIMING, TimedOutputsRequest(outputs_dir), timeout)
 
 
-def _forged(stage: Stage, message: dict[str, Any], what: str, output: str) -> Failure:
-    return Failure(stage, "reply_forged", f"during {_what(message)} the result channel carried {what}. Only the"
+def _forged(stage: Stage, request: Request[Any], what: str, output: str) -> Failure:
+    return Failure(stage, "reply_forged", f"during {_what(request)} the result channel carried {what}. Only the"
                    " harness writes there, with this run's key: the submission wrote to the judge's channel"
                    " (docs/threats.md 18).", detail=_tail(output))
 
 
-def _what(message: dict[str, Any]) -> str:
-    return {"warm": "starting the run child",
-            "load": "loading ModelNew", "call": "forward()", "warmup": "warm-up", "time": "the timing loop",
-            "timed_outputs": "writing timed outputs"}.get(
-        str(message.get("op")), "the child")
+def _what(request: Request[Any]) -> str:
+    return {Op.WARM: "starting the run child", Op.LOAD: "loading ModelNew", Op.CALL: "forward()",
+            Op.WARMUP: "warm-up", Op.TIME: "the timing loop", Op.TIMED_OUTPUTS: "writing timed outputs"}.get(
+        request.OP, "the child")
 
 
 def _last_line(text: str) -> str:

@@ -10,7 +10,7 @@ from kernelgrade.evaluator.integrity.guard import is_clock
 from kernelgrade.evaluator.integrity.proctree import TreeCount
 from kernelgrade.evaluator.result import Finding, Severity
 from kernelgrade.evaluator.roofline_floor import RooflineFloor
-from kernelgrade.evaluator.wire.replies import Extensions, Integrity, TimedReply
+from kernelgrade.evaluator.wire.replies import Extensions, Integrity, TimedReply, TimeReply
 
 # Host-side slack per rep beyond the reference's own: launch latency and scheduler noise on a busy host.
 WALL_GAP_SLACK_MS = 0.5
@@ -48,13 +48,14 @@ def flush_corrected(candidate: TimedReply, reference: ReferenceLoop) -> tuple[tu
     from the start event, so work the call puts on another stream can start while the flush still runs,
     before the clock; it then stretches the flush. Such a rep is counted from the flush's start, less the
     judge's clean flush: an honest kernel on a joined side stream is timed fairly, a cheat gains nothing."""
-    if not candidate.flush_ms or reference.flush_ms <= 0:
-        return candidate.device_ms, []
+    reported = candidate.reported
+    if not reported.flush_ms or reference.flush_ms <= 0:
+        return reported.device_ms, []
     limit = reference.flush_ms * (1.0 + FLUSH_STRETCH) + FLUSH_SLACK_MS
-    pairs = list(zip(candidate.device_ms, candidate.flush_ms, strict=True))
+    pairs = list(zip(reported.device_ms, reported.flush_ms, strict=True))
     stretched = sum(flush > limit for _, flush in pairs)
     if not stretched:
-        return candidate.device_ms, []
+        return reported.device_ms, []
     samples = tuple(d + f - reference.flush_ms if f > limit else d for d, f in pairs)
     return samples, [Finding("work_during_flush", Severity.INFO,
         f"in {stretched} of {len(pairs)} timed reps the cache flush before the start event ran longer than the"
@@ -64,17 +65,18 @@ def flush_corrected(candidate: TimedReply, reference: ReferenceLoop) -> tuple[tu
 
 
 def timing_findings(candidate: TimedReply, reference: ReferenceLoop) -> list[Finding]:
-    findings = [*_stream_findings(candidate, reference), *_outer_findings(candidate, reference)]
-    if candidate.clock_tampered_reps > 0:
+    reported = candidate.reported
+    findings = [*_stream_findings(reported, reference), *_outer_findings(candidate, reference)]
+    if reported.clock_tampered_reps > 0:
         findings.append(Finding("timer_patched", Severity.FLAG,
-            f"the harness's clock was rebound during {candidate.clock_tampered_reps} of {len(candidate.wall_ms)}"
+            f"the harness's clock was rebound during {reported.clock_tampered_reps} of {len(reported.wall_ms)}"
             " timed reps (and put back before the checks between the harness's operations)."))
-    if candidate.l2_limit_before > 0:
-        findings.append(_l2_finding(candidate.l2_limit_before))
-    return findings + integrity_findings(candidate.integrity)
+    if reported.l2.limit_bytes > 0:
+        findings.append(_l2_finding(reported.l2.limit_bytes))
+    return findings + integrity_findings(reported.integrity)
 
 
-def _stream_findings(candidate: TimedReply, reference: ReferenceLoop) -> list[Finding]:
+def _stream_findings(candidate: TimeReply, reference: ReferenceLoop) -> list[Finding]:
     gaps = [w - d for w, d in zip(candidate.wall_ms, candidate.device_ms, strict=True)]
     median_wall = statistics.median(candidate.wall_ms)
     excess = statistics.median(gaps) - reference.wall_gap_ms
@@ -87,7 +89,7 @@ def _stream_findings(candidate: TimedReply, reference: ReferenceLoop) -> list[Fi
 
 
 def _outer_findings(candidate: TimedReply, reference: ReferenceLoop) -> list[Finding]:
-    reps, reported = len(candidate.wall_ms), sum(candidate.wall_ms)
+    reps, reported = len(candidate.reported.wall_ms), sum(candidate.reported.wall_ms)
     gap = candidate.outer_seconds * 1000.0 - reported
     per_rep = max(0.0, reference.overhead_per_rep_ms)
     allowed = reps * (OVERHEAD_FACTOR * per_rep + PER_REP_SLACK_MS) + OUTER_FIXED_SLACK_MS

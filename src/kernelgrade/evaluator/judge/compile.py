@@ -24,10 +24,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 
+from kernelgrade.evaluator.codec import Codec, DecodeError
 from kernelgrade.evaluator.host import header_pch
 from kernelgrade.evaluator.host.host_lock import HostLock
 from kernelgrade.evaluator.judge.compiler_output import first_errors
@@ -35,10 +35,13 @@ from kernelgrade.evaluator.result import Failure, Stage
 from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
 from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher, ResourceLimits
+from kernelgrade.evaluator.wire.compile_protocol import CompileReply, CompileRequest
 from kernelgrade.evaluator.wire.prebuilt import Prebuilt
 
 # Bump when the compile child's behaviour changes, so old cache entries are not trusted.
 HARNESS_VERSION = "3"
+# status.json files are read back by later versions of the judge: a field since removed is skipped.
+_CACHED = Codec(ignore_unknown=True)
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,21 @@ class BuildTarget:
     timeout_s: float
     pch: bool = False  # compile main.cpp against a precompiled torch/extension.h where the call allows it
     lean: bool = False  # build CUDA sources without torch/extension.h first (child/lean_header.py)
+
+
+@dataclass(frozen=True)
+class BuildStatus:
+    """A build's outcome as its cache entry keeps it (status.json); `cacheable` ones (successes and compile
+    errors) are written there."""
+
+    ok: bool
+    cacheable: bool
+    log: str
+    builds: int
+    prebuilt: tuple[Prebuilt, ...] = ()
+    code: str = ""  # a failure's: build_failed, timeout, compile_crashed
+    message: str = ""
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -91,13 +109,13 @@ def compile_submission(source: str, submission_path: Path, init_inputs_path: Pat
             return _outcome(entry, cached, cache_hit=True)
         with host_lock.shared() if host_lock is not None else nullcontext():
             status = _build(submission_path, init_inputs_path, seed, target, entry, work_dir, launcher)
-        if status.get("cacheable"):
+        if status.cacheable:
             _write_status(entry, status)
         return _outcome(entry, status, cache_hit=False)
 
 
 def _build(submission_path: Path, init_inputs_path: Path, seed: int, target: BuildTarget, entry: Path,
-           work_dir: Path, launcher: Launcher) -> dict[str, Any]:
+           work_dir: Path, launcher: Launcher) -> BuildStatus:
     cache_dir = entry.parent.parent  # entries lie at cache_dir/builds/<key>
     ext_dir = entry / "ext"
     ext_dir.mkdir(exist_ok=True)
@@ -115,63 +133,62 @@ def _build(submission_path: Path, init_inputs_path: Path, seed: int, target: Bui
     # A lean build that fails does so in nvcc's front end, about the first third of a build; the extra third
     # keeps the limit a limit on the build as given.
     timeout_s = target.timeout_s * (4 / 3 if target.lean else 1)
-    command = {"submission": str(submission_path), "init_inputs": str(init_inputs_path), "seed": seed, "pch": pch,
-               "lean": target.lean}
+    request = CompileRequest(submission_path, init_inputs_path, seed, pch, target.lean)
     try:
-        reply = child.request(command, timeout=timeout_s)
+        reply = Codec().decode(CompileReply, child.request(Codec().encode_dataclass(request), timeout=timeout_s))
     except ChildTimeout:
-        return _status(False, "timeout", f"the build ran past its {timeout_s:.0f} s limit", child)
+        return _status("timeout", f"the build ran past its {timeout_s:.0f} s limit", child)
     except (ChildGone, BadReply) as exc:
-        return _status(False, "compile_crashed", f"the compile step died: {exc}", child)
+        return _status("compile_crashed", f"the compile step died: {exc}", child)
+    except DecodeError as exc:
+        return _status("compile_crashed", f"the compile step died: its reply was not the harness's ({exc})", child)
     finally:
         child.kill()
     if target.pch:
-        header_pch.build_missing(cache_dir, reply.get("pch_missed") or ())
+        header_pch.build_missing(cache_dir, reply.pch_missed)
     return _reply_status(reply, child.log.text(), str(ext_dir))
 
 
-def _reply_status(reply: dict[str, Any], log: str, build_dir: str) -> dict[str, Any]:
-    builds = reply.get("builds") or []
-    failed = [b for b in builds if not b.get("ok")]
-    if not failed:
-        prebuilt = [b["prebuilt"] for b in builds if isinstance(b.get("prebuilt"), dict)]
-        return {"ok": True, "cacheable": True, "log": log[-20000:], "builds": len(builds), "prebuilt": prebuilt}
-    errors = "\n".join(str(b.get("error", "")) for b in failed)
+def _reply_status(reply: CompileReply, log: str, build_dir: str) -> BuildStatus:
+    if not reply.failed:
+        prebuilt = tuple(b.prebuilt for b in reply.builds if b.prebuilt is not None)
+        return BuildStatus(True, True, log[-20000:], len(reply.builds), prebuilt)
+    errors = "\n".join(b.error for b in reply.failed)
     excerpt = first_errors(errors + "\n" + log, build_dir)
-    names = ", ".join(str(b.get("name")) for b in failed)
+    names = ", ".join(b.name for b in reply.failed)
     message = (f"the extension {names} did not build. The compiler said:\n{excerpt}\n"
                "Fix the error above (or the flags passed to load_inline) and submit again.")
-    return {"ok": False, "cacheable": True, "code": "build_failed", "message": message, "detail": excerpt,
-            "log": log[-20000:], "builds": len(builds)}
+    return BuildStatus(False, True, log[-20000:], len(reply.builds), code="build_failed", message=message,
+                       detail=excerpt)
 
 
-def _status(ok: bool, code: str, message: str, child: ChildProcess) -> dict[str, Any]:
+def _status(code: str, message: str, child: ChildProcess) -> BuildStatus:
+    """A build that ended without a reply: not cached, so the next submission of the source builds again."""
     log = child.log.text()
-    return {"ok": ok, "cacheable": False, "code": code, "message": message, "detail": first_errors(log),
-            "log": log[-20000:], "builds": 0}
+    return BuildStatus(False, False, log[-20000:], 0, code=code, message=message, detail=first_errors(log))
 
 
-def _outcome(entry: Path, status: dict[str, Any], cache_hit: bool) -> CompileOutcome:
+def _outcome(entry: Path, status: BuildStatus, cache_hit: bool) -> CompileOutcome:
     failure = None
-    if not status.get("ok"):
-        failure = Failure(Stage.COMPILE, str(status.get("code")), str(status.get("message")),
-                          detail=str(status.get("detail", "")))
-    prebuilt = tuple(p for p in map(Prebuilt.from_json, status.get("prebuilt", [])) if p is not None)
-    return CompileOutcome(entry / "ext", cache_hit, failure, str(status.get("log", "")), int(status.get("builds", 0)),
-                          prebuilt)
+    if not status.ok:
+        failure = Failure(Stage.COMPILE, status.code, status.message, detail=status.detail)
+    return CompileOutcome(entry / "ext", cache_hit, failure, status.log, status.builds, status.prebuilt)
 
 
-def _read_status(entry: Path) -> dict[str, Any] | None:
+def _read_status(entry: Path) -> BuildStatus | None:
+    """The cached outcome; None (build again, and overwrite it) where there is none or it does not read."""
     path = entry / "status.json"
     if not path.exists():
         return None
-    data = json.loads(path.read_text())
-    return data if isinstance(data, dict) else None
+    try:
+        return _CACHED.decode(BuildStatus, json.loads(path.read_text()))
+    except ValueError:  # DecodeError included
+        return None
 
 
-def _write_status(entry: Path, status: dict[str, Any]) -> None:
+def _write_status(entry: Path, status: BuildStatus) -> None:
     tmp = entry / "status.json.tmp"
-    tmp.write_text(json.dumps(status))
+    tmp.write_text(json.dumps(_CACHED.encode_dataclass(status)))
     os.replace(tmp, entry / "status.json")
 
 

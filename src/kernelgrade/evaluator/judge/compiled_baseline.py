@@ -112,10 +112,10 @@ def _measured(job: BaselineJob, session: RunSession) -> CompiledBaseline:
     started = time.perf_counter()
     session.warmup(list(job.timing_sets), job.params, job.flush_bytes, job.plan.compile_s + limits.timing_s)
     compile_seconds = time.perf_counter() - started
-    reply = session.time(job.params, limits.timing_s)
+    reply = session.time(job.params, limits.timing_s).reported
     _check_outputs(job, session)
     stats = timing.summarize(reply.device_ms, reply.stop_reason, reply.wall_ms, reply.host_bound_reps)
-    return _baseline(job, BaselineStatus.MEASURED, stats, compile_seconds, "", reply.l2_status)
+    return _baseline(job, BaselineStatus.MEASURED, stats, compile_seconds, "", reply.l2.status)
 
 
 def _check_outputs(job: BaselineJob, session: RunSession) -> None:

@@ -96,8 +96,9 @@ def time_candidate(job: Job, record: Record, session: RunSession, reference: Ref
             candidate = confirmed(job, record, session, candidate, loop)
         samples, flush_findings = flush_corrected(candidate, loop)
         record.note(flush_findings)
-        record.candidate_timing = timing.summarize(samples, candidate.stop_reason, candidate.wall_ms,
-                                                   candidate.host_bound_reps)
+        reported = candidate.reported
+        record.candidate_timing = timing.summarize(samples, reported.stop_reason, reported.wall_ms,
+                                                   reported.host_bound_reps)
         # Nothing is timed from here on: the next spare may warm up beside the re-check.
         if job.request.trials.recheck_timed_outputs:
             with job.timed("timing:recheck"):
@@ -138,7 +139,7 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
     with job.timed("timing:reference_again"):
         after = _time_reference(reference, rotation, params, flush_bytes)
     del rotation
-    record.method = timing.method_record(params, flush_bytes, job.device, candidate.l2_status)
+    record.method = timing.method_record(params, flush_bytes, job.device, candidate.reported.l2.status)
     record.reference_timing = timing.summarize(
         before.raw.device_ms + after.raw.device_ms, f"{before.raw.stop_reason}+{after.raw.stop_reason}",
         before.raw.wall_ms + after.raw.wall_ms, before.raw.host_bound_reps + after.raw.host_bound_reps)

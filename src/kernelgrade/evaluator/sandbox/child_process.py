@@ -10,7 +10,7 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Any
+from collections.abc import Mapping
 
 # A reply larger than this is not something our child harness writes; refusing it bounds the judge's memory.
 MAX_REPLY_BYTES = 16 * 1024 * 1024
@@ -72,7 +72,7 @@ class ChildProcess:
         while chunk := os.read(fd, 65536):
             self.log.feed(chunk)
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Mapping[str, object]) -> None:
         assert self.proc.stdin
         try:
             self.proc.stdin.write(json.dumps(message).encode() + b"\n")
@@ -80,17 +80,17 @@ class ChildProcess:
         except (BrokenPipeError, OSError) as exc:
             raise ChildGone(self.exit_description()) from exc
 
-    def receive(self, timeout: float) -> dict[str, Any]:
+    def receive(self, timeout: float) -> dict[str, object]:
         line = self._read_line(time.monotonic() + timeout)
         try:
             reply = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than json can parse
             raise BadReply(f"unparseable reply: {line[:200]!r}") from exc
         if not isinstance(reply, dict):
             raise BadReply(f"reply is not an object: {line[:200]!r}")
         return reply
 
-    def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def request(self, message: Mapping[str, object], timeout: float) -> dict[str, object]:
         self.send(message)
         return self.receive(timeout)
 

@@ -22,19 +22,13 @@ from typing import Any
 class Prebuilt:
     digest: str
     library: str  # relative to TORCH_EXTENSIONS_DIR
-    python_module: bool
+    python_module: bool = True
 
-    def to_json(self) -> dict[str, Any]:
-        return {"digest": self.digest, "library": self.library, "python_module": self.python_module}
-
-    @classmethod
-    def from_json(cls, raw: Any) -> Prebuilt | None:
-        if not isinstance(raw, dict):
-            return None
-        library, digest = str(raw.get("library", "")), str(raw.get("digest", ""))
-        if not library or not digest or os.path.isabs(library) or ".." in Path(library).parts:
-            return None
-        return cls(digest, library, bool(raw.get("python_module", True)))
+    def __post_init__(self) -> None:
+        # The library is read from the compile child's reply and copied into the run child's dir: a path that
+        # leaves the build dir would copy another job's build, or any file the judge can read.
+        if not self.digest or not self.library or os.path.isabs(self.library) or ".." in Path(self.library).parts:
+            raise ValueError(f"a prebuilt library must lie inside the build dir, not at {self.library!r}")
 
 
 def call_digest(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:

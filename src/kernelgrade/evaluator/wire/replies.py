@@ -1,14 +1,19 @@
-"""What the run child answers, as typed values: the session parses the child's JSON into these, the
-judge's stages and the integrity cross-checks read them. The child's word, never the judge's own
-observation: the cross-checks exist because any field here may be forged.
+"""What the run child answers, as typed values: the child builds these, protocol.py carries them, the judge's
+stages and the integrity cross-checks read them. The child's word, never the judge's own observation: the
+cross-checks exist because any field here may be forged. TimedReply alone pairs the child's word with what the
+judge measured itself.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from kernelgrade.evaluator.compare import OutputMeta
+
+
+@dataclass(frozen=True)
+class Done:
+    """The reply to a request that reports nothing but its completion (ready, warm)."""
 
 
 @dataclass(frozen=True)
@@ -23,20 +28,10 @@ class Extensions:
     tampered: bool = False  # the profile hook that records this was replaced
     returned: tuple[str, ...] = ()  # called in checked forward() calls and returned normally
 
-    @classmethod
-    def from_reply(cls, raw: Any) -> Extensions:
-        raw = raw if isinstance(raw, dict) else {}
-
-        def names(key: str) -> tuple[str, ...]:
-            return tuple(map(str, raw.get(key, [])))
-
-        return cls(names("modules"), names("called"), names("raised"), names("called_at_load"),
-                   bool(raw.get("tampered", False)), names("returned"))
-
 
 @dataclass(frozen=True)
 class Integrity:
-    """What the child says about itself after a call; the judge turns these into findings."""
+    """What the child says about itself after a call; the judge turns these into findings. The reply to `load`."""
 
     replaced_functions: tuple[str, ...]
     precision_flags_changed: tuple[str, ...]
@@ -44,13 +39,6 @@ class Integrity:
     torch_modes: tuple[str, ...] = ()
     l2_limit_bytes: int = 0  # a persisting-L2 set-aside the submission configured (0: none)
     extensions: Extensions = field(default_factory=Extensions)
-
-    @classmethod
-    def from_reply(cls, reply: dict[str, Any]) -> Integrity:
-        return cls(tuple(map(str, reply.get("replaced_functions", []))),
-                   tuple(map(str, reply.get("precision_flags_changed", []))), int(reply.get("extra_threads", 0)),
-                   tuple(map(str, reply.get("torch_modes", []))), int(reply.get("l2_limit_bytes", 0)),
-                   Extensions.from_reply(reply.get("extensions")))
 
 
 @dataclass(frozen=True)
@@ -63,6 +51,36 @@ class CallReply:
 
 
 @dataclass(frozen=True)
+class WarmupReply:
+    calls: int  # warm-up calls made
+    integrity: Integrity
+
+
+@dataclass(frozen=True)
+class L2Reset:
+    """What resetting persisting L2 before timing gave."""
+
+    status: str = ""  # "reset", "unsupported: ...", "failed: ...", "not applicable (CPU)"
+    limit_bytes: int = 0  # a set-aside the submission had configured, found by the reset (0: none)
+    window_bytes: int = 0  # the stream's access policy window found by the reset
+
+
+@dataclass(frozen=True)
+class TimeReply:
+    """The child's account of a timed phase."""
+
+    device_ms: tuple[float, ...]
+    wall_ms: tuple[float, ...]
+    stop_reason: str
+    clock: str
+    integrity: Integrity
+    l2: L2Reset = field(default_factory=L2Reset)
+    clock_tampered_reps: int = 0  # reps after which the harness's clock had been rebound
+    host_bound_reps: int = 0  # reps whose device time may include host time (timing.py)
+    flush_ms: tuple[float, ...] = ()  # each rep's flush, as the device ran it (timing.RawSamples)
+
+
+@dataclass(frozen=True)
 class TimedOutputsReply:
     kept: int
     changed_after_return: tuple[int, ...]  # reps whose output changed after the rep ended
@@ -71,14 +89,8 @@ class TimedOutputsReply:
 
 @dataclass(frozen=True)
 class TimedReply:
-    device_ms: tuple[float, ...]
-    wall_ms: tuple[float, ...]
-    stop_reason: str
-    clock: str
-    integrity: Integrity
-    outer_seconds: float  # the judge's own clock around the whole timed phase
-    l2_status: str = ""  # what resetting persisting L2 before timing gave
-    l2_limit_before: int = 0  # a set-aside the submission had configured, found by that reset (0: none)
-    clock_tampered_reps: int = 0  # reps after which the harness's clock had been rebound
-    host_bound_reps: int = 0  # reps whose device time may include host time (timing.py)
-    flush_ms: tuple[float, ...] = ()  # each rep's flush, as the device ran it (timing.RawSamples)
+    """A timed phase as the judge holds it: the child's report, and the judge's own clock around the whole
+    phase (request to reply), which the child cannot touch."""
+
+    reported: TimeReply
+    outer_seconds: float
