@@ -34,6 +34,8 @@ BASELINE_CHOICES = ("auto", "", "on", "off", "1", "0", "true", "false", "yes", "
 @dataclass(frozen=True)
 class RequestBuilder:
     settings: Settings
+    # The cores its requests' builds run on (worker/cores.py); empty: wherever the judge runs.
+    build_cpus: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.settings.timing_profile not in PROFILES:
@@ -57,7 +59,8 @@ class RequestBuilder:
                            precompiled_header=settings.precompiled_headers,
                            lean_cuda_header=settings.lean_cuda_header,
                            compiled_baseline=BaselinePlan(measure=settings.measures_compiled_baseline,
-                                                          known=known_baseline))
+                                                          known=known_baseline),
+                           build_cpus=self.build_cpus)
 
 
 def problem_spec(problem: ProblemRecord) -> ProblemSpec:

@@ -136,7 +136,7 @@ class RunSession:
                           str(reply["stop_reason"]), str(reply["clock"]), Integrity.from_reply(reply), outer,
                           str(l2.get("status", "")), int(l2.get("limit_bytes", 0)),
                           int(reply.get("clock_tampered_reps", 0)), int(reply.get("host_bound_reps", 0)),
-                          tuple(map(float, reply.get("flush_ms", []))))
+                          tuple(map(float, reply.get("flush_ms", []))), str(reply.get("hold", "")))
 
     def timed_outputs(self, outputs_dir: Path, timeout: float) -> TimedOutputsReply:
         """Have the child write its sample of timed outputs, each as [set, scale step, rep, [outputs]], to

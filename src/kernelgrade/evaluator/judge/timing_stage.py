@@ -138,7 +138,8 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
     with job.timed("timing:reference_again"):
         after = _time_reference(reference, rotation, params, flush_bytes)
     del rotation
-    record.method = timing.method_record(params, flush_bytes, job.device, candidate.l2_status)
+    record.method = timing.method_record(params, flush_bytes, job.device, candidate.l2_status,
+                                         f"reference: {before.raw.hold}; candidate: {candidate.hold}")
     record.reference_timing = timing.summarize(
         before.raw.device_ms + after.raw.device_ms, f"{before.raw.stop_reason}+{after.raw.stop_reason}",
         before.raw.wall_ms + after.raw.wall_ms, before.raw.host_bound_reps + after.raw.host_bound_reps)
@@ -178,10 +179,11 @@ def _time_reference(reference: Reference, rotation: timing.InputRotation, params
     device = reference.device
     with torch.no_grad(), precision_flags.held(params.flags):
         flusher = timing.Flusher(device, flush_bytes)
-        timing.warm_up(reference.model, rotation, device, params, timing.OutputKeeper())
+        holding = timing.Holding.for_device(device, params.hold_stream)
+        timing.warm_up(reference.model, rotation, device, params, timing.OutputKeeper(), holding)
         _reset_l2(device)
         started = time.perf_counter()
-        raw = timing.measure(reference.model, rotation, device, params, flusher, timing.OutputKeeper())
+        raw = timing.measure(reference.model, rotation, device, params, flusher, timing.OutputKeeper(), holding)
         outer_ms = (time.perf_counter() - started) * 1000.0
     gap = statistics.median(w - d for w, d in zip(raw.wall_ms, raw.device_ms, strict=True))
     return _ReferenceRun(raw, gap, (outer_ms - sum(raw.wall_ms)) / len(raw.wall_ms))
