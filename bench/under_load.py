@@ -25,6 +25,7 @@ import torch
 
 from host_load import host_load
 from kernelgrade.evaluator import timing
+from kernelgrade.evaluator.host import hold_watch
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.sandbox.cpus import on_cpus
 from kernelgrade.worker.cores import available_cpus, plan_cores
@@ -53,9 +54,11 @@ Results = dict[tuple[str, str, str], Measured]  # (case, "reference" | "kernel",
 
 
 def ours(fn: Call, args: list[Any], device: torch.device, params: TimingParams, hold: bool) -> Measured:
+    """The judge's own loop: held on the judge's page, which its watch releases if a call waits for the device."""
     flusher = timing.Flusher(device, params.flush_bytes or timing.default_flush_bytes(device))
+    timing.device_hold(device, hold_watch.own_page())
     holding = timing.Holding.for_device(device, hold)
-    with torch.no_grad():
+    with torch.no_grad(), hold_watch.watch().watching(hold_watch.own_page()):
         timing.warm_up(fn, [args], device, params, holding=holding)
         raw = timing.measure(fn, [args], device, params, flusher, holding=holding)
     return Measured(statistics.median(raw.device_ms), raw.host_bound_reps, len(raw.device_ms))

@@ -34,6 +34,7 @@ from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
 from kernelgrade.evaluator.request import TimingFlags, TimingParams
 from kernelgrade.evaluator.result import TimingMethod, TimingStats
 from kernelgrade.evaluator.stream_hold import HoldUnavailable, StreamHold
+from kernelgrade.evaluator.wire.hold_page import HoldPage
 
 MIB = 1024 * 1024
 
@@ -62,7 +63,7 @@ WARMUP_CALL_CAP = 1000
 SAMPLED_OUTPUTS = 2
 CUDA_CLOCK = ("cuda_event (start recorded behind the enqueued flush, no synchronize before the call)"
               "+device_sync")
-HELD = "held until the whole rep is enqueued (cuStreamWaitValue32 on a pinned word)"
+HELD = "held until the whole rep is enqueued (cuStreamWaitValue32 on a shared page the judge watches)"
 
 
 @dataclass(frozen=True)
@@ -217,19 +218,23 @@ class OutputKeeper:
 _holds: dict[int, StreamHold | str] = {}
 
 
-def device_hold(device: torch.device) -> tuple[StreamHold | None, str]:
-    """This process's stream hold for a GPU, made on first use (a run child makes it while warming, before the
-    submission is loaded, so that its watchdog thread is counted among the child's own); None and why where
-    the driver cannot hold a stream."""
+def device_hold(device: torch.device, page: HoldPage | None = None) -> tuple[StreamHold | None, str]:
+    """This process's stream hold for a GPU, made on the first call with the page it waits on (a run child's
+    page is the one its judge made and watches; wire/hold_page.py); None and why where there is none: no page
+    that something outside this thread can release, or a driver that cannot hold a stream."""
     index = device.index if device.index is not None else torch.cuda.current_device()
     found = _holds.get(index)
     if found is None:
-        try:
-            found = StreamHold(device)
-        except HoldUnavailable as exc:
-            found = str(exc)
+        found = _new_hold(page) if page is not None else "no hold page that the judge watches"
         _holds[index] = found
     return (found, "") if isinstance(found, StreamHold) else (None, found)
+
+
+def _new_hold(page: HoldPage) -> StreamHold | str:
+    try:
+        return StreamHold(page)
+    except HoldUnavailable as exc:
+        return str(exc)
 
 
 class Holding:
@@ -279,8 +284,12 @@ class _Clock:
         # only once all of it is enqueued; not held, the host clock and the device's flush start together and
         # the flush covers the host's dispatch of the call, as long as the host is quick enough.
         _cuda_synchronize(self.device)
-        if hold is not None:
-            hold.hold(_current_stream(self.device).cuda_stream)
+        if hold is not None and holding is not None:
+            try:
+                hold.hold(_current_stream(self.device).cuda_stream)
+            except HoldUnavailable as exc:
+                holding.stop(str(exc))
+                hold = None
         enqueued = _perf_counter_ns()
         before.record()
         if flusher is not None:

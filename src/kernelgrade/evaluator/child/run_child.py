@@ -34,6 +34,7 @@ from kernelgrade.evaluator.integrity.tensor_checks import active_modes, fingerpr
 from kernelgrade.evaluator.request import TimingFlags, TimingParams
 from kernelgrade.evaluator.source_module import import_submission
 from kernelgrade.evaluator.wire import tensorfile
+from kernelgrade.evaluator.wire.hold_page import PAGE_NAME, HoldPage
 from kernelgrade.evaluator.wire.prebuilt import Prebuilt, importing
 
 # Captured before the submission is imported (see timing.py for the same precaution).
@@ -204,7 +205,8 @@ class Harness:
         torch.set_grad_enabled(False)
         _prewarm(self.device)
         if self.device.type == "cuda":
-            timing.device_hold(self.device)  # its watchdog thread is the harness's, counted before loading
+            # Registered before the submission exists: the page its judge made and watches (wire/hold_page.py).
+            timing.device_hold(self.device, HoldPage.open(Path(PAGE_NAME)))
         self.warmed = True
         return {}
 

@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from kernelgrade.evaluator.compare import OutputMeta
+from kernelgrade.evaluator.host.hold_watch import watch
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.result import Failure, Stage
 from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
 from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher
+from kernelgrade.evaluator.wire.hold_page import PAGE_NAME, HoldPage
 from kernelgrade.evaluator.wire.prebuilt import Prebuilt
 from kernelgrade.evaluator.wire.replies import CallReply, Integrity, TimedOutputsReply, TimedReply
 
@@ -43,6 +45,8 @@ class RunSession:
         self.prebuilt_dir = work_dir / "prebuilt"
         extensions_dir = work_dir / "ext"
         extensions_dir.mkdir(exist_ok=True)
+        # Made before the child exists, mapped by both (wire/hold_page.py); watched while the child times.
+        self.hold_page = HoldPage.create(work_dir / PAGE_NAME) if gpu_index is not None else None
         env = child_env(work_dir, extensions_dir, extra_env)
         spec = ChildSpec(python_argv("kernelgrade.evaluator.child.run_child"), env, work_dir,
                          writable=(extensions_dir,), readable=(package_root(),), gpu_index=gpu_index,
@@ -119,16 +123,18 @@ class RunSession:
 
     def warmup(self, input_sets: list[Path], params: TimingParams, flush_bytes: int, timeout: float,
                settle_s: float = 0.0) -> Integrity:
-        reply = self._request(Stage.TIMING, {"op": "warmup", "input_sets": [str(p) for p in input_sets],
-                                             "params": dataclasses.asdict(params), "flush_bytes": flush_bytes,
-                                             "settle_s": settle_s}, timeout)
+        with watch().watching(self.hold_page):
+            reply = self._request(Stage.TIMING, {"op": "warmup", "input_sets": [str(p) for p in input_sets],
+                                                 "params": dataclasses.asdict(params), "flush_bytes": flush_bytes,
+                                                 "settle_s": settle_s}, timeout)
         return Integrity.from_reply(reply)
 
     def time(self, params: TimingParams, timeout: float) -> TimedReply:
         """Time the candidate on the input sets and flush buffer given to warmup()."""
         started = time.perf_counter()
         message = {"op": "time", "params": dataclasses.asdict(params)}
-        reply = self._request(Stage.TIMING, message, timeout)
+        with watch().watching(self.hold_page):
+            reply = self._request(Stage.TIMING, message, timeout)
         outer = time.perf_counter() - started
         raw_l2 = reply.get("l2")
         l2: dict[str, Any] = raw_l2 if isinstance(raw_l2, dict) else {}
