@@ -2,6 +2,10 @@
 
     PYTHONPATH=src python3 bench/protocol_compare.py [NAME...] [--suite S] [--no-kernels] [--out FILE]
                                                      [--flags strict|pytorch_default]
+    PYTHONPATH=src python3 bench/protocol_compare.py --under-load builds|burn [NAME...]
+
+--under-load times the small kernels and a few built-in problems (NAME... to choose others) quiet and with
+every core busy, in one run (bench/under_load.py says how); without it:
 
 For every built-in GPU problem the reference is timed three ways, back to back on the same inputs:
 - kernelgrade: the judge's loop (kernelgrade.evaluator.timing: warm-up, fresh input values per rep, flush
@@ -44,6 +48,8 @@ MIB = 1024 * 1024
 KB_FLUSH_BYTES = 256 * MIB
 KB_WARMUP = 3
 KB_TRIALS = 100
+# Built-in problems --under-load times when none are named: from microseconds (relu) to milliseconds (matmul).
+UNDER_LOAD_PROBLEMS = ("relu", "softmax", "layernorm", "sum_reduction", "conv2d", "square_matmul")
 
 
 @dataclass(frozen=True)
@@ -111,12 +117,7 @@ def time_three_ways(fn: Call, args: list[Any], device: torch.device, params: Tim
 
 
 def problem_row(problem: Problem, device: torch.device, params: TimingParams) -> Row:
-    reference = Reference(problem.spec(), device, SEED)
-    # Created on the device: the values do not matter for a time, and the CPU generator would take minutes
-    # for the 3 GiB inputs of the largest problems.
-    with torch.random.fork_rng(devices=[device]), device:
-        torch.manual_seed(SEED)
-        inputs = list(reference.module.get_inputs())
+    reference, inputs = problem_inputs(problem, device)
     row = Row(problem.name, time_three_ways(reference.model, inputs, device, params))
     del reference, inputs
     torch.cuda.empty_cache()
@@ -163,8 +164,8 @@ DECLARATIONS = ("torch::Tensor relu(torch::Tensor x); torch::Tensor add_relu(tor
                 " torch::Tensor scale_shift(torch::Tensor x);")
 
 
-def kernel_rows(device: torch.device, params: TimingParams) -> list[Row]:
-    """Small hand-written kernels (about 5-50 us on an H100) against their eager PyTorch references."""
+def kernel_cases(device: torch.device) -> list[tuple[str, Call, Call, list[Any]]]:
+    """Small hand-written kernels (about 5-50 us on an H100) beside their eager PyTorch references."""
     from torch.utils.cpp_extension import load_inline
 
     started = time.monotonic()
@@ -177,8 +178,22 @@ def kernel_rows(device: torch.device, params: TimingParams) -> list[Row]:
         cases.append((f"relu {n >> 20}M", torch.relu, ext.relu, [x]))
         cases.append((f"add+relu {n >> 20}M", lambda a, b: torch.relu(a + b), ext.add_relu, [x, y]))
         cases.append((f"x*1.5+0.25 {n >> 20}M", lambda v: v * 1.5 + 0.25, ext.scale_shift, [x]))
+    return cases
+
+
+def kernel_rows(device: torch.device, params: TimingParams) -> list[Row]:
     return [Row(name, time_three_ways(ref, args, device, params), time_three_ways(kernel, args, device, params))
-            for name, ref, kernel, args in cases]
+            for name, ref, kernel, args in kernel_cases(device)]
+
+
+def problem_inputs(problem: Problem, device: torch.device) -> tuple[Reference, list[Any]]:
+    reference = Reference(problem.spec(), device, SEED)
+    # Created on the device: the values do not matter for a time, and the CPU generator would take minutes
+    # for the 3 GiB inputs of the largest problems.
+    with torch.random.fork_rng(devices=[device]), device:
+        torch.manual_seed(SEED)
+        inputs = list(reference.module.get_inputs())
+    return reference, inputs
 
 
 def _pct(ours: float, theirs: float) -> str:
@@ -215,6 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     precision_flags.apply(flags)
     env = describe(device, "none")
     print(f"# {env.device_name} | driver {env.driver} | torch {env.torch} | CUDA {env.cuda} | {flags.described}")
+    if args.under_load:
+        return _under_load(args, device, params)
     problems = [p for p in builtin_problems() if p.device.value == "cuda"
                 and args.suite in (None, p.suite) and (not args.names or p.name in args.names)]
     rows = _references(problems, device, params)
@@ -222,6 +239,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows += _kernels(device, params)
     if args.out:
         args.out.write_text(json.dumps({"environment": asdict(env), "rows": [asdict(r) for r in rows]}, indent=2))
+    return 0
+
+
+def _under_load(args: argparse.Namespace, device: torch.device, params: TimingParams) -> int:
+    from under_load import Case, compare, print_tables
+
+    names = set(args.names or UNDER_LOAD_PROBLEMS)
+    cases = [] if args.no_kernels else [Case(*c) for c in kernel_cases(device)]
+    for problem in builtin_problems():
+        if problem.device.value == "cuda" and problem.name in names:
+            reference, inputs = problem_inputs(problem, device)
+            cases.append(Case(problem.name, reference.model, None, inputs))
+    print_tables(cases, compare(cases, device, params, args.under_load))
     return 0
 
 
@@ -252,6 +282,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
     parser.add_argument("--flags", choices=[f.value for f in TimingFlags], default=TimingFlags.STRICT.value,
                         help="PyTorch's precision switches while timing (default: strict fp32)")
+    parser.add_argument("--under-load", choices=("builds", "burn"), default=None,
+                        help="time quiet and with every core busy (torch/extension.h compiles, or spinning processes)")
     return parser
 
 

@@ -136,7 +136,7 @@ def test_proc_tree_counts_threads_and_processes() -> None:
     code = ("import os, threading, time\n"
             "for _ in range(3): threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
             "pid = os.fork()\n"
-            "print('ready', flush=True)\n"
+            "if pid: print('ready', flush=True)\n"
             "time.sleep(5)\n")
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True)
     try:

@@ -296,6 +296,14 @@ except OSError:
     assert out == {"core": 0, "cpu": 30, "big": False}
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to place a child on one of them")
+def test_a_child_runs_on_the_cpus_it_was_given(sandbox: Sandbox, work_dir: Path) -> None:
+    """Builds go on cores away from the measurements (worker/cores.py); the sandbox's own steps keep that."""
+    target = max(os.sched_getaffinity(0))
+    out = run(sandbox, work_dir, snippet("out['cpus'] = sorted(os.sched_getaffinity(0))"), cpus=(target,))
+    assert out == {"cpus": [target]}
+
+
 def test_cpu_limit_stops_a_spinning_child(sandbox: Sandbox, work_dir: Path) -> None:
     child = start(sandbox, work_dir, "while True:\n    pass\n", limits=ResourceLimits(cpu_seconds=1))
     started = time.monotonic()

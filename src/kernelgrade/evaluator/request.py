@@ -116,6 +116,9 @@ class TimingParams:
     flush_bytes: int = 0
     # The precision switches both sides are timed under; the judge sets it from the problem.
     flags: TimingFlags = TimingFlags.STRICT
+    # Hold the stream until each rep is wholly enqueued (stream_hold.py), so that a busy host's dispatch never
+    # lands in device time; off only to compare with the protocol that relies on the flush to cover it.
+    hold_stream: bool = True
 
 
 @dataclass(frozen=True)
@@ -181,3 +184,6 @@ class EvalRequest:
     lean_cuda_header: bool = True
     measure_timing: bool = True
     compiled_baseline: BaselinePlan = field(default_factory=BaselinePlan)
+    # The cores a build runs on, so that it never shares a core with a measurement (empty: wherever the judge
+    # runs); the worker plans them with the judges' own cores (worker/cores.py).
+    build_cpus: tuple[int, ...] = ()

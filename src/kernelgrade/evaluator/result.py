@@ -113,6 +113,8 @@ class TimingMethod:
     l2_persisting: str = ""
     # PyTorch's precision switches while both sides were timed (correctness is always checked strict).
     precision_flags: str = "strict fp32: TF32 off in matmul and cuDNN, no reduced-precision reductions"
+    # Whether each side's reps held the stream until enqueued, so that no host time is in the device time.
+    stream_hold: str = ""
 
 
 @dataclass(frozen=True)

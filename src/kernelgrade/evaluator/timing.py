@@ -2,13 +2,15 @@
 
 Each rep: fresh input values (one of several input sets, chosen at random and scaled by a random factor
 just below 1, so that no two reps see the same values and none can be predicted); a device synchronize; the
-cache flush enqueued (persisting L2 lines demoted first) and the start event recorded behind it, with no
-synchronize in between, so that the device is still flushing while the host dispatches forward() and the
-sample is device time; forward; end event; device-wide synchronize. The device clock (CUDA events) is what
-is reported. Beside it each rep keeps its host-inclusive time (from the call until the device is idle, less
-any flush still running when the call began), which the judge compares with the event time to catch work
-hidden on other streams or threads, and counts the reps whose call took the host longer to issue than the
-flush ran on the device: their device time may include some host time.
+stream held (stream_hold.py: the device waits until the host has enqueued the whole rep); the cache flush
+enqueued (persisting L2 lines demoted first) and the start event recorded behind it; forward; end event; the
+hold released; device-wide synchronize. The device then runs flush, start, call and end back to back, so the
+sample is device time however long the host took to dispatch forward(). The device clock (CUDA events) is
+what is reported. Beside it each rep keeps its host-inclusive time (from the call until the device is idle,
+less the flush), which the judge compares with the event time to catch work hidden on other streams or
+threads, and counts the reps whose device time may include host time: those the hold's watchdog had to
+release (forward() waited for the device), or, where the stream is not held, whose call took the host longer
+to issue than the flush ran on the device (the flush then no longer covers the dispatch).
 Outputs are fingerprinted as each rep returns; a sample is kept so that the judge can re-check them and
 the harness can see whether they changed afterwards.
 """
@@ -31,6 +33,8 @@ from kernelgrade.evaluator.integrity.l2 import PersistingL2
 from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
 from kernelgrade.evaluator.request import TimingFlags, TimingParams
 from kernelgrade.evaluator.result import TimingMethod, TimingStats
+from kernelgrade.evaluator.stream_hold import HoldUnavailable, StreamHold
+from kernelgrade.evaluator.wire.hold_page import HoldPage
 
 MIB = 1024 * 1024
 
@@ -40,6 +44,7 @@ _perf_counter_ns = time.perf_counter_ns
 _cuda_synchronize = torch.cuda.synchronize
 _Event = torch.cuda.Event
 _event_elapsed = torch.cuda.Event.elapsed_time
+_current_stream = torch.cuda.current_stream
 # Not predictable from inside the process (it reads the OS's entropy), unlike the `random` module's state.
 _entropy = random.SystemRandom()
 
@@ -58,6 +63,7 @@ WARMUP_CALL_CAP = 1000
 SAMPLED_OUTPUTS = 2
 CUDA_CLOCK = ("cuda_event (start recorded behind the enqueued flush, no synchronize before the call)"
               "+device_sync")
+HELD = "held until the whole rep is enqueued (cuStreamWaitValue32 on a shared page the judge watches)"
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,8 @@ class RawSamples:
     # The flush's device time in each rep (start event minus an event before the flush); 0 on the CPU. Work
     # the call started on another stream while the flush ran stretches it (crosscheck.flush_corrected).
     flush_ms: tuple[float, ...] = ()
+    # Whether the reps held the stream until enqueued, and why not where they did not (Holding.status).
+    hold: str = ""
 
 
 @dataclass(frozen=True)
@@ -207,6 +215,51 @@ class OutputKeeper:
         return [unique[r] for r in sorted(unique)]
 
 
+_holds: dict[int, StreamHold | str] = {}
+
+
+def device_hold(device: torch.device, page: HoldPage | None = None) -> tuple[StreamHold | None, str]:
+    """This process's stream hold for a GPU, made on the first call with the page it waits on (a run child's
+    page is the one its judge made and watches; wire/hold_page.py); None and why where there is none: no page
+    that something outside this thread can release, or a driver that cannot hold a stream."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    found = _holds.get(index)
+    if found is None:
+        found = _new_hold(page) if page is not None else "no hold page that the judge watches"
+        _holds[index] = found
+    return (found, "") if isinstance(found, StreamHold) else (None, found)
+
+
+def _new_hold(page: HoldPage) -> StreamHold | str:
+    try:
+        return StreamHold(page)
+    except HoldUnavailable as exc:
+        return str(exc)
+
+
+class Holding:
+    """Whether one timed phase holds the stream until each rep is enqueued, and why not where it does not. A
+    rep the watchdog had to release stops holding for the rest of the phase: its forward() waits for the
+    device, and every held rep would cost the watchdog's delay."""
+
+    def __init__(self, hold: StreamHold | None, status: str) -> None:
+        self.hold = hold
+        self.status = status
+
+    @classmethod
+    def for_device(cls, device: torch.device, wanted: bool) -> Holding:
+        if device.type != "cuda":
+            return cls(None, "not applicable (CPU)")
+        if not wanted:
+            return cls(None, "off (timing parameters)")
+        hold, why = device_hold(device)
+        return cls(hold, HELD) if hold is not None else cls(None, f"unavailable: {why}")
+
+    def stop(self, why: str) -> None:
+        self.hold = None
+        self.status = f"off: {why}"
+
+
 class _Clock:
     """One rep's device and host-inclusive time: CUDA events on a GPU, the wall clock on the CPU."""
 
@@ -214,7 +267,8 @@ class _Clock:
         self.device = device
         self.cuda = device.type == "cuda"
 
-    def run(self, fn: Callable[..., Any], args: list[Any], flusher: Flusher | None = None) -> Rep:
+    def run(self, fn: Callable[..., Any], args: list[Any], flusher: Flusher | None = None,
+            holding: Holding | None = None) -> Rep:
         if not self.cuda:
             if flusher is not None:
                 flusher.flush()
@@ -222,29 +276,46 @@ class _Clock:
             out = fn(*args)
             wall = (_perf_counter_ns() - t0) / 1e6
             return Rep(wall, wall, False, out)
+        hold = holding.hold if holding is not None else None
         before = _Event(enable_timing=True)  # type: ignore[no-untyped-call]
         start = _Event(enable_timing=True)  # type: ignore[no-untyped-call]
         end = _Event(enable_timing=True)  # type: ignore[no-untyped-call]
-        # Idle before the flush (the rep's fresh input values are written by then), so that the host clock
-        # and the device's flush start together; the flush then covers the host's dispatch of the call.
+        # Idle before the rep (its fresh input values are written by then). Held, the device starts the rep
+        # only once all of it is enqueued; not held, the host clock and the device's flush start together and
+        # the flush covers the host's dispatch of the call, as long as the host is quick enough.
         _cuda_synchronize(self.device)
+        if hold is not None and holding is not None:
+            try:
+                hold.hold(_current_stream(self.device).cuda_stream)
+            except HoldUnavailable as exc:
+                holding.stop(str(exc))
+                hold = None
         enqueued = _perf_counter_ns()
         before.record()
         if flusher is not None:
             flusher.flush()
         start.record()
         called = _perf_counter_ns()
-        out = fn(*args)
-        end.record()
+        try:
+            out = fn(*args)
+            end.record()
+        finally:
+            released = hold.release() if hold is not None else None
         issued = _perf_counter_ns()
         _cuda_synchronize(self.device)
         idle = _perf_counter_ns()
         flush_ms = float(_event_elapsed(before, start))
+        device_ms = float(_event_elapsed(start, end))
+        if released is not None:
+            if not released.released_by_host and holding is not None:
+                holding.stop("forward() waited for the device while the stream was held")
+            # Nothing of the rep ran before the release: the flush ran after it, then the call.
+            wall = (idle - called) / 1e6 - flush_ms
+            return Rep(device_ms, wall, not released.released_by_host, out, flush_ms)
         # The device ran the flush from about `enqueued` on; the call's host-inclusive time starts when both
         # the call has begun and the flush is done, as in a protocol that synchronizes before calling.
         began = max(called, enqueued + int(flush_ms * 1e6))
-        return Rep(float(_event_elapsed(start, end)), (idle - began) / 1e6, (issued - called) / 1e6 > flush_ms, out,
-                   flush_ms)
+        return Rep(device_ms, (idle - began) / 1e6, (issued - called) / 1e6 > flush_ms, out, flush_ms)
 
 
 def _rotation(inputs: InputRotation | Sequence[Sequence[Any]]) -> InputRotation:
@@ -252,15 +323,17 @@ def _rotation(inputs: InputRotation | Sequence[Sequence[Any]]) -> InputRotation:
 
 
 def warm_up(fn: Callable[..., Any], input_sets: InputRotation | Sequence[Sequence[Any]], device: torch.device,
-            params: TimingParams, keeper: OutputKeeper | None = None) -> int:
+            params: TimingParams, keeper: OutputKeeper | None = None, holding: Holding | None = None) -> int:
     """Call fn until at least `warmup_calls` calls and `warmup_ms` of time have passed; return the count.
-    Warm-up reps look like timed ones (fresh values, a keeper holding outputs), so the allocator's cache
-    already has the blocks the timed reps will ask for."""
+    Warm-up reps look like timed ones (fresh values, a keeper holding outputs, the stream held after the
+    first call, which may set up lazily what waits for the device), so the allocator's cache already has the
+    blocks the timed reps will ask for, and a forward() that waits for the device stops the holding here,
+    before any timed rep."""
     clock, rotation, intact = _Clock(device), _rotation(input_sets), clock_intact
     calls, spent = 0, 0.0
     while calls < params.warmup_calls or spent < params.warmup_ms:
         args, tag = rotation.draw()
-        rep = clock.run(fn, args)
+        rep = clock.run(fn, args, holding=holding if calls else None)
         if keeper is not None:
             keeper.keep(calls, tag, rep.out)
         spent += rep.wall_ms
@@ -279,6 +352,7 @@ def measure(
     params: TimingParams,
     flusher: Flusher,
     keeper: OutputKeeper | None = None,
+    holding: Holding | None = None,
 ) -> RawSamples:
     """Time fn on fresh input values until the mean and median are precise enough or a cap is reached."""
     clock, rotation, intact = _Clock(device), _rotation(input_sets), clock_intact
@@ -289,7 +363,7 @@ def measure(
     reason, tampered, host_bound = "max_reps", 0, 0
     for index in range(params.max_reps):
         args, tag = rotation.draw()
-        rep = clock.run(fn, args, flusher)
+        rep = clock.run(fn, args, flusher, holding)
         tampered += not intact()
         host_bound += rep.host_bound
         device_ms.append(rep.device_ms)
@@ -303,11 +377,11 @@ def measure(
             reason = stop
             break
     return RawSamples(tuple(device_ms), tuple(wall_ms), reason, "cuda_event" if clock.cuda else "perf_counter_ns",
-                      tampered, host_bound, tuple(flush_ms))
+                      tampered, host_bound, tuple(flush_ms), holding.status if holding is not None else "")
 
 
 _CLOCK_GLOBALS = {name: globals()[name] for name in ("_perf_counter_ns", "_cuda_synchronize", "_Event",
-                                                     "_event_elapsed", "device_synchronize")}
+                                                     "_event_elapsed", "_current_stream", "device_synchronize")}
 _CLOCK_METHODS: dict[str, tuple[Any, Any]] = {name: (vars(_Clock)[name], vars(_Clock)[name].__code__)
                                                for name in ("run", "__init__")}
 
@@ -383,7 +457,8 @@ def median_ci_indices(n: int) -> tuple[int, int]:
     return low, max(low, high)
 
 
-def method_record(params: TimingParams, flush_bytes: int, device: torch.device, l2_status: str) -> TimingMethod:
+def method_record(params: TimingParams, flush_bytes: int, device: torch.device, l2_status: str,
+                  stream_hold: str = "") -> TimingMethod:
     """How timings were taken, for the record beside the numbers."""
     return TimingMethod(
         clock=CUDA_CLOCK if device.type == "cuda" else "perf_counter_ns",
@@ -392,5 +467,5 @@ def method_record(params: TimingParams, flush_bytes: int, device: torch.device, 
         target_median_ci=params.target_median_ci,
         max_device_ms=params.max_device_ms, max_wall_ms=params.max_wall_ms, input_sets=params.input_sets,
         l2_persisting=l2_status or ("not applicable (CPU)" if device.type != "cuda" else "unknown"),
-        precision_flags=TimingFlags(params.flags).described,
+        precision_flags=TimingFlags(params.flags).described, stream_hold=stream_hold,
     )

@@ -41,20 +41,22 @@ class Host:
     memory_available: int | None  # bytes; None where /proc/meminfo cannot be read
 
 
-def plan_build_slots(requested: int, compile_jobs: int, gpu_judges: int, host: Host) -> BuildSlots:
+def plan_build_slots(requested: int, compile_jobs: int, gpu_judges: int, host: Host,
+                     build_cores: int | None = None) -> BuildSlots:
     """`requested` > 0 is taken as given; 0 picks: one build on a CPU-only pool (the builds and the CPU
     judge's timing share the cores, so the compile-ahead also pauses while it times), and on a pool with GPU
-    judges as many as the cores left to builds and the available memory hold."""
+    judges as many as the cores left to builds and the available memory hold. `build_cores`: the cores set
+    aside for builds (worker/cores.py); None: the host's cores less the judges' share."""
     jobs = max(1, compile_jobs)
     if requested > 0:
         return BuildSlots(requested, jobs, f"{requested} as configured")
     if gpu_judges <= 0:
         return BuildSlots(1, jobs, "one on a CPU-only pool")
-    spare = spare_cores(host.cores, gpu_judges)
+    spare = build_cores if build_cores is not None else spare_cores(host.cores, gpu_judges)
     workers = min(builds_by_cores(spare, jobs), builds_by_memory(host.memory_available))
     # A build keeps the MAX_JOBS it was given while the cores allow it; never more than its share.
     each = max(1, min(jobs, spare // workers))
-    return BuildSlots(workers, each, describe(host, gpu_judges, spare))
+    return BuildSlots(workers, each, describe(host, gpu_judges, spare, placed=build_cores is not None))
 
 
 def spare_cores(cores: int, gpu_judges: int) -> int:
@@ -71,9 +73,11 @@ def builds_by_memory(available: int | None) -> int:
     return max(1, available // BUILD_MEMORY_BYTES)
 
 
-def describe(host: Host, gpu_judges: int, spare: int) -> str:
+def describe(host: Host, gpu_judges: int, spare: int, placed: bool = False) -> str:
     available = host.memory_available
     memory = "unknown memory" if available is None else f"{available / 1024**3:.0f} GiB available"
+    if placed:
+        return f"auto: the {spare} CPUs set aside for builds beside {gpu_judges} GPU judge(s), {memory}"
     return (f"auto: {host.cores} cores less {CORES_PER_GPU_JUDGE} for each of {gpu_judges} GPU judge(s) = {spare}"
             f" for builds, {memory}")
 

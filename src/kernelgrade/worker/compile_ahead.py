@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from kernelgrade.config import Settings
 from kernelgrade.evaluator import Launcher, precompile
+from kernelgrade.evaluator.sandbox.cpus import on_cpus
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import QueuedJob, queued_job, queued_jobs
 from kernelgrade.worker.build_slots import BuildSlots
@@ -34,12 +35,13 @@ QUIET_WAIT_S = 0.2
 class CompileAhead:
     def __init__(self, settings: Settings, database: Database, launcher: Launcher, serves: Sequence[str],
                  must_stay_quiet: Callable[[], bool], wake: threading.Event, stopping: threading.Event,
-                 slots: BuildSlots | None = None) -> None:
+                 slots: BuildSlots | None = None, cpus: tuple[int, ...] = ()) -> None:
         self.slots = slots or BuildSlots(1, settings.compile_jobs, "one")
+        self.cpus = cpus
         self.settings, self.database, self.launcher = settings, database, launcher
         self.serves = tuple(serves)
         self.must_stay_quiet, self.wake, self.stopping = must_stay_quiet, wake, stopping
-        self.builder = RequestBuilder(settings.replace(compile_jobs=self.slots.jobs))
+        self.builder = RequestBuilder(settings.replace(compile_jobs=self.slots.jobs), cpus)
         self.lookahead = max(LOOKAHEAD, 2 * self.slots.workers)
         # Jobs a thread has taken while they are still queued, and those being built now (kept until the build
         # ends even if the job leaves the window, so that a job requeued meanwhile is not built twice at once).
@@ -55,6 +57,12 @@ class CompileAhead:
             thread.start()
 
     def _loop(self, fills_shapes: bool) -> None:
+        # On the build cores for good: whatever this thread starts (builds, problem loading) stays off the
+        # judges' cores.
+        with on_cpus(self.cpus):
+            self._run(fills_shapes)
+
+    def _run(self, fills_shapes: bool) -> None:
         # One thread records the problems' input shapes: the others would only repeat its writes.
         if fills_shapes:
             self._fill_shapes()

@@ -31,6 +31,8 @@ FAST_LIMITS = Limits(compile_s=240.0, load_s=60.0, call_s=10.0, timing_s=60.0)
 @dataclass(frozen=True)
 class RequestBuilder:
     settings: Settings
+    # The cores its requests' builds run on (worker/cores.py); empty: wherever the judge runs.
+    build_cpus: tuple[int, ...] = ()
 
     def build(self, problem: ProblemSpec, source: str, device_index: int,
               known_baseline: CompiledBaseline | None = None) -> EvalRequest:
@@ -46,7 +48,8 @@ class RequestBuilder:
                            precompiled_header=settings.precompiled_headers,
                            lean_cuda_header=settings.lean_cuda_header,
                            compiled_baseline=BaselinePlan(measure=settings.measures_compiled_baseline,
-                                                          known=known_baseline))
+                                                          known=known_baseline),
+                           build_cpus=self.build_cpus)
 
 
 def problem_spec(problem: ProblemRecord) -> ProblemSpec:

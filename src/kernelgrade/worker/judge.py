@@ -22,6 +22,7 @@ import torch
 
 from kernelgrade.config import Settings
 from kernelgrade.evaluator import CompiledBaseline, EvalRequest, EvalResult, Launcher, Progress, Stage, Warm, evaluate
+from kernelgrade.evaluator.sandbox.cpus import on_cpus
 from kernelgrade.storage.baselines import fresh_baseline, record_baseline
 from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
@@ -57,6 +58,14 @@ class Graded:
     new_baseline: BaselineRecord | None = None  # measured by this evaluation, to store with its result
 
 
+@dataclass(frozen=True)
+class JudgeCores:
+    """Where a judge measures and where its builds go (worker/cores.py); empty: no placement."""
+
+    measure: tuple[int, ...] = ()
+    builds: tuple[int, ...] = ()
+
+
 @dataclass
 class JudgeState:
     current: int | None = None
@@ -70,10 +79,11 @@ class JudgeState:
 
 class Judge:
     def __init__(self, slot: JudgeSlot, owner: str, settings: Settings, database: Database, launcher: Launcher,
-                 wake: threading.Event, stopping: threading.Event) -> None:
+                 wake: threading.Event, stopping: threading.Event, cores: JudgeCores | None = None) -> None:
         self.slot, self.owner, self.settings, self.database = slot, owner, settings, database
         self.launcher, self.wake, self.stopping = launcher, wake, stopping
-        self.builder = RequestBuilder(settings)
+        self.cores = cores or JudgeCores()
+        self.builder = RequestBuilder(settings, self.cores.builds)
         self.state = JudgeState()
         self.progress = ProgressPoster(database)
         spares = settings.warm_children if slot.kind == "cuda" else min(1, settings.warm_children)
@@ -117,7 +127,12 @@ class Judge:
         return GradeOutcome.REQUEUED if self._grade(job) else GradeOutcome.GRADED
 
     def _grade(self, job: ClaimedJob) -> bool:
-        """Grade and record; True if the job went back to the queue (a grader fault with attempts left)."""
+        """Grade and record; True if the job went back to the queue (a grader fault with attempts left). The
+        grading thread, the run children it starts and the threads it makes run on the judge's own cores."""
+        with on_cpus(self.cores.measure):
+            return self._grade_here(job)
+
+    def _grade_here(self, job: ClaimedJob) -> bool:
         self.state.current, self.state.cpu_job = job.evaluation_id, job.problem.device_kind == "cpu"
         log.info("judge %s: evaluation %d (%s), attempt %d", self.slot.name, job.evaluation_id, job.problem.name,
                  job.attempt)

@@ -27,7 +27,8 @@ from kernelgrade.storage.records import WorkerInfo
 from kernelgrade.storage.workers import NewWorker, heartbeat, register_worker, remove_workers, workers_on_host
 from kernelgrade.worker.build_slots import BuildSlots, plan_build_slots, read_host
 from kernelgrade.worker.compile_ahead import CompileAhead
-from kernelgrade.worker.judge import Judge
+from kernelgrade.worker.cores import CorePlan, available_cpus, plan_cores
+from kernelgrade.worker.judge import Judge, JudgeCores
 from kernelgrade.worker.judges import JudgeSlot, discover_judges
 
 if TYPE_CHECKING:
@@ -60,13 +61,14 @@ class WorkerPool:
         slots = slots if slots is not None else discover_judges(settings.local_judges)
         stopping = threading.Event()
         prefix = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
-        judges = [Judge(slot, f"{prefix}:{slot.name}", settings, database, launcher, threading.Event(), stopping)
-                  for slot in slots]
+        cores = core_plan(settings, slots)
+        judges = [Judge(slot, f"{prefix}:{slot.name}", settings, database, launcher, threading.Event(), stopping,
+                        judge_cores(cores, slots, slot)) for slot in slots]
         serves = sorted({key for slot in slots for key in slot.serves})
-        build_slots = compile_slots(settings, slots)
+        build_slots = compile_slots(settings, slots, cores)
         compiler = CompileAhead(settings, database, launcher, serves,
                                 lambda: any(j.state.timing_on_cpu for j in judges), threading.Event(), stopping,
-                                build_slots)
+                                build_slots, cores.builds)
         pool = cls(settings, database, judges, compiler, stopping)
         pool._register(slots, launcher.level)
         if polling:
@@ -82,6 +84,7 @@ class WorkerPool:
                         " this process's user can read and reach local servers", judges_text)
         else:
             log.info("worker pool: %s (sandbox %s)", judges_text, "; ".join(describe_launcher(launcher)))
+        log.info("cores: %s (KERNELGRADE_MEASURE_CORES)", cores.why)
         if polling:
             log.info("compile-ahead: %d concurrent build(s), MAX_JOBS %d each (%s; KERNELGRADE_COMPILE_WORKERS)",
                      build_slots.workers, build_slots.jobs, build_slots.why)
@@ -153,9 +156,22 @@ class WorkerPool:
         return given_back
 
 
-def compile_slots(settings: Settings, slots: list[JudgeSlot]) -> BuildSlots:
+def core_plan(settings: Settings, slots: list[JudgeSlot]) -> CorePlan:
     gpu_judges = sum(1 for slot in slots if slot.kind == "cuda")
-    return plan_build_slots(settings.compile_workers, settings.compile_jobs, gpu_judges, read_host())
+    return plan_cores(settings.measure_cores, gpu_judges, available_cpus())
+
+
+def judge_cores(plan: CorePlan, slots: list[JudgeSlot], slot: JudgeSlot) -> JudgeCores:
+    gpu_slots = [s for s in slots if s.kind == "cuda"]
+    measure = plan.for_judge(gpu_slots.index(slot)) if slot in gpu_slots else ()
+    return JudgeCores(measure, plan.builds)
+
+
+def compile_slots(settings: Settings, slots: list[JudgeSlot], cores: CorePlan | None = None) -> BuildSlots:
+    """Builds share the cores set aside for them (placed), or the whole host less the judges' share."""
+    gpu_judges = sum(1 for slot in slots if slot.kind == "cuda")
+    placed = len(cores.builds) if cores is not None and cores.builds else None
+    return plan_build_slots(settings.compile_workers, settings.compile_jobs, gpu_judges, read_host(), placed)
 
 
 def pool_launcher(settings: Settings) -> Launcher:

@@ -34,6 +34,7 @@ from kernelgrade.evaluator.integrity.l2 import PersistingL2
 from kernelgrade.evaluator.integrity.tensor_checks import active_modes, fingerprints, inert, why_not_plain
 from kernelgrade.evaluator.source_module import import_submission
 from kernelgrade.evaluator.wire import protocol, tensorfile
+from kernelgrade.evaluator.wire.hold_page import PAGE_NAME, HoldPage
 from kernelgrade.evaluator.wire.prebuilt import Prebuilt, importing
 from kernelgrade.evaluator.wire.protocol import (
     CallRequest,
@@ -185,6 +186,7 @@ class Harness:
         self.extensions = ExtensionWatch()
         self.rotation: timing.InputRotation | None = None
         self.flusher: timing.Flusher | None = None
+        self.holding: timing.Holding | None = None
         self.keeper: timing.OutputKeeper | None = None
         self.settle_s = MIN_SETTLE_S
         self.timing_state: tuple[Any, ...] = ()
@@ -228,6 +230,9 @@ class Harness:
         precision_flags.set_strict()
         torch.set_grad_enabled(False)
         _prewarm(self.device)
+        if self.device.type == "cuda":
+            # Registered before the submission exists: the page its judge made and watches (wire/hold_page.py).
+            timing.device_hold(self.device, HoldPage.open(Path(PAGE_NAME)))
         self.warmed = True
         return Done()
 
@@ -306,7 +311,9 @@ class Harness:
         self.flags_before = precision_flags.snapshot()
         self.settle_s = request.settle_s
         keeper = timing.OutputKeeper()
-        calls = self._run_submission(timing.warm_up, self.model, self.rotation, self.device, params, keeper)
+        self.holding = timing.Holding.for_device(self.device, params.hold_stream)
+        calls = self._run_submission(timing.warm_up, self.model, self.rotation, self.device, params, keeper,
+                                     self.holding)
         del keeper
         self.l2_state = self._reset_l2()
         self._check_timing_state()
@@ -342,13 +349,13 @@ class Harness:
         params = request.params
         keeper = timing.OutputKeeper()
         raw = self._run_submission(timing.measure, self.model, self.rotation, self.device, params, self.flusher,
-                                   keeper)
+                                   keeper, self.holding)
         self._synchronize()
         self._check_timing_state()
         self.keeper = keeper
         return TimeReply(device_ms=raw.device_ms, wall_ms=raw.wall_ms, stop_reason=raw.stop_reason, clock=raw.clock,
                          integrity=self._integrity(), l2=self.l2_state, clock_tampered_reps=raw.tampered_reps,
-                         host_bound_reps=raw.host_bound_reps, flush_ms=raw.flush_ms)
+                         host_bound_reps=raw.host_bound_reps, flush_ms=raw.flush_ms, hold=raw.hold)
 
     def timed_outputs(self, request: TimedOutputsRequest) -> TimedOutputsReply:
         """A sample of timed outputs (the last of each input set and some drawn at random), fingerprinted

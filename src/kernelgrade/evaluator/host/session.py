@@ -13,11 +13,13 @@ import time
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kernelgrade.evaluator.host.hold_watch import watch
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.result import Failure, Stage
 from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
 from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher
+from kernelgrade.evaluator.wire.hold_page import PAGE_NAME, HoldPage
 from kernelgrade.evaluator.wire.prebuilt import Prebuilt
 from kernelgrade.evaluator.wire.protocol import (
     CallRequest,
@@ -59,6 +61,8 @@ class RunSession:
         self.prebuilt_dir = work_dir / "prebuilt"
         extensions_dir = work_dir / "ext"
         extensions_dir.mkdir(exist_ok=True)
+        # Made before the child exists, mapped by both (wire/hold_page.py); watched while the child times.
+        self.hold_page = HoldPage.create(work_dir / PAGE_NAME) if gpu_index is not None else None
         env = child_env(work_dir, extensions_dir, extra_env)
         spec = ChildSpec(python_argv("kernelgrade.evaluator.child.run_child"), env, work_dir,
                          writable=(extensions_dir,), readable=(package_root(),), gpu_index=gpu_index,
@@ -130,13 +134,15 @@ class RunSession:
     def warmup(self, input_sets: list[Path], params: TimingParams, flush_bytes: int, timeout: float,
                settle_s: float = 0.0) -> Integrity:
         request = WarmupRequest(tuple(input_sets), params, flush_bytes, settle_s)
-        return self._request(Stage.TIMING, request, timeout).integrity
+        with watch().watching(self.hold_page):
+            return self._request(Stage.TIMING, request, timeout).integrity
 
     def time(self, params: TimingParams, timeout: float) -> TimedReply:
         """Time the candidate on the input sets and flush buffer given to warmup()."""
         request = TimeRequest(params)
         started = time.perf_counter()
-        raw = self._exchange(Stage.TIMING, request, timeout)
+        with watch().watching(self.hold_page):
+            raw = self._exchange(Stage.TIMING, request, timeout)
         outer = time.perf_counter() - started  # up to the reply's arrival: decoding it is the judge's own work
         return TimedReply(self._read(Stage.TIMING, request, raw), outer)
 

@@ -52,6 +52,7 @@ class BuildTarget:
     timeout_s: float
     pch: bool = False  # compile main.cpp against a precompiled torch/extension.h where the call allows it
     lean: bool = False  # build CUDA sources without torch/extension.h first (child/lean_header.py)
+    cpus: tuple[int, ...] = ()  # the cores the build runs on, away from measurements (empty: the judge's own)
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def _build(submission_path: Path, init_inputs_path: Path, seed: int, target: Bui
     spec = ChildSpec(python_argv("kernelgrade.evaluator.child.compile_child"), env, work_dir,
                      writable=(ext_dir,), readable=readable, gpu_index=None, purpose="compile",
                      hidden=(entry.parent, work_dir.parent),
-                     limits=ResourceLimits(cpu_seconds=math.ceil(target.timeout_s)))
+                     limits=ResourceLimits(cpu_seconds=math.ceil(target.timeout_s)), cpus=target.cpus)
     child = ChildProcess(launcher.popen(spec))
     # A lean build that fails does so in nvcc's front end, about the first third of a build; the extra third
     # keeps the limit a limit on the build as given.

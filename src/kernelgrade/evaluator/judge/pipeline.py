@@ -196,4 +196,5 @@ def build_target(request: EvalRequest) -> BuildTarget:
     # no faster (one build 76 s with it, 73 s without; nvcc's cuda.cu, not main.cpp, is the critical path), and
     # the header costs a 90 s build and 0.8 GB per variant.
     pch = request.precompiled_header and device == "cpu"
-    return BuildTarget(device, arch, request.compile_jobs, request.limits.compile_s, pch, request.lean_cuda_header)
+    return BuildTarget(device, arch, request.compile_jobs, request.limits.compile_s, pch, request.lean_cuda_header,
+                       request.build_cpus)

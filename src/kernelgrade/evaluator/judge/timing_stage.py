@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator import timing
+from kernelgrade.evaluator.host import hold_watch
 from kernelgrade.evaluator.host.reference import Reference, save_timing_sets, to_device
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.integrity import precision_flags
@@ -139,7 +140,8 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
     with job.timed("timing:reference_again"):
         after = _time_reference(reference, rotation, params, flush_bytes)
     del rotation
-    record.method = timing.method_record(params, flush_bytes, job.device, candidate.reported.l2.status)
+    record.method = timing.method_record(params, flush_bytes, job.device, candidate.reported.l2.status,
+                                         f"reference: {before.raw.hold}; candidate: {candidate.reported.hold}")
     record.reference_timing = timing.summarize(
         before.raw.device_ms + after.raw.device_ms, f"{before.raw.stop_reason}+{after.raw.stop_reason}",
         before.raw.wall_ms + after.raw.wall_ms, before.raw.host_bound_reps + after.raw.host_bound_reps)
@@ -179,13 +181,22 @@ def _time_reference(reference: Reference, rotation: timing.InputRotation, params
     device = reference.device
     with torch.no_grad(), precision_flags.held(params.flags):
         flusher = timing.Flusher(device, flush_bytes)
-        timing.warm_up(reference.model, rotation, device, params, timing.OutputKeeper())
-        _reset_l2(device)
-        started = time.perf_counter()
-        raw = timing.measure(reference.model, rotation, device, params, flusher, timing.OutputKeeper())
-        outer_ms = (time.perf_counter() - started) * 1000.0
+        holding = _holding(device, params)
+        with hold_watch.watch().watching(hold_watch.own_page() if holding.hold else None):
+            timing.warm_up(reference.model, rotation, device, params, timing.OutputKeeper(), holding)
+            _reset_l2(device)
+            started = time.perf_counter()
+            raw = timing.measure(reference.model, rotation, device, params, flusher, timing.OutputKeeper(), holding)
+            outer_ms = (time.perf_counter() - started) * 1000.0
     gap = statistics.median(w - d for w, d in zip(raw.wall_ms, raw.device_ms, strict=True))
     return _ReferenceRun(raw, gap, (outer_ms - sum(raw.wall_ms)) / len(raw.wall_ms))
+
+
+def _holding(device: torch.device, params: TimingParams) -> timing.Holding:
+    """The judge's reference holds its stream on the judge's own page, which its watch releases if need be."""
+    if device.type == "cuda" and params.hold_stream:
+        timing.device_hold(device, hold_watch.own_page())
+    return timing.Holding.for_device(device, params.hold_stream)
 
 
 def _median_or_zero(values: tuple[float, ...]) -> float:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelgrade.evaluator.sandbox.cgroups import CgroupSupport, ChildCgroup
+from kernelgrade.evaluator.sandbox.cpus import on_cpus
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, GiB
 
 HELPER = Path(__file__).resolve().with_name("sandbox_init.py")
@@ -189,9 +190,10 @@ def start(argv: Sequence[str], spec: ChildSpec, env: dict[str, str], support: Cg
     if cgroup is not None and cgroup.dirs:
         argv = helper_argv({"cgroups": cgroup.procs_files}, argv)
     try:
-        proc = SandboxedPopen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              cwd=spec.work_dir, env=env, start_new_session=True, close_fds=True,
-                              pass_fds=tuple(pass_fds))
+        with on_cpus(spec.cpus):
+            proc = SandboxedPopen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  cwd=spec.work_dir, env=env, start_new_session=True, close_fds=True,
+                                  pass_fds=tuple(pass_fds))
     except BaseException:
         if cgroup is not None:
             cgroup.release()

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from kernelgrade.evaluator.sandbox.cpus import on_cpus
+
 GiB = 1024**3
 
 
@@ -59,6 +61,8 @@ class ChildSpec:
     # its own work dir and writable dirs inside them, never their siblings.
     hidden: tuple[Path, ...] = ()
     limits: ResourceLimits = field(default_factory=ResourceLimits)
+    # The cores the child runs on (cpus.py); empty: those of the thread that starts it.
+    cpus: tuple[int, ...] = ()
 
 
 class Launcher(Protocol):
@@ -94,13 +98,14 @@ class SubprocessLauncher:
     level = "none"
 
     def popen(self, spec: ChildSpec) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            list(spec.argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=spec.work_dir,
-            env=child_environment(spec, os.environ),
-            start_new_session=True,
-            close_fds=True,
-        )
+        with on_cpus(spec.cpus):
+            return subprocess.Popen(
+                list(spec.argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=spec.work_dir,
+                env=child_environment(spec, os.environ),
+                start_new_session=True,
+                close_fds=True,
+            )

@@ -78,6 +78,7 @@ class TimeReply:
     clock_tampered_reps: int = 0  # reps after which the harness's clock had been rebound
     host_bound_reps: int = 0  # reps whose device time may include host time (timing.py)
     flush_ms: tuple[float, ...] = ()  # each rep's flush, as the device ran it (timing.RawSamples)
+    hold: str = ""  # whether the reps held the stream until enqueued (timing.Holding.status)
 
 
 @dataclass(frozen=True)
