@@ -3,12 +3,13 @@
     from kernelgrade.evaluator import evaluate, EvalRequest, ProblemSpec
     result = evaluate(EvalRequest(problem=..., submission=source, cache_dir=..., work_root=...))
 
-request.py and result.py are what the judge is asked and what it answers; timing.py, compare.py and
-source_module.py are the timing loop, the output comparison and the loading of source files that judge
-and child both run; codec.py turns the evaluator's dataclasses into JSON and back, for the children's
-messages and the stored results. The rooms: judge/ (one evaluation: the pipeline and its stages), host/ (what a judge
-keeps beyond one evaluation), child/ (what runs inside the box), wire/ (what crosses between judge and
-child), integrity/ (the checks on the child's claims) and sandbox/ (how a child is started and contained).
+request.py and result.py are what the judge is asked and what it answers; timing.py (with stream_hold.py,
+which holds a timed rep's stream until the rep is enqueued), compare.py and source_module.py are the timing
+loop, the output comparison and the loading of source files that judge and child both run; codec.py turns the
+evaluator's dataclasses into JSON and back, for the children's messages and the stored results. The rooms:
+judge/ (one evaluation: the pipeline and its stages), host/ (what a judge keeps beyond one evaluation),
+child/ (what runs inside the box), wire/ (what crosses between judge and child), integrity/ (the checks on
+the child's claims) and sandbox/ (how a child is started and contained).
 """
 
 from kernelgrade.evaluator.host.warm import Warm

@@ -1,1 +1,1 @@
-"""The HTTP API, the worker pool and the web pages."""
+"""The HTTP service: the API, its schemas, authentication and the web pages. It runs no grading."""

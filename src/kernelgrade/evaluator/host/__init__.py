@@ -5,6 +5,7 @@ reference.py the judge's side of a problem (its model, trial inputs and expected
 evaluation and may be kept for the next. run_children.py keeps run children started ahead, reference_cache.py
 references with their outputs, and warm.py bundles the two for a long-lived judge. host_lock.py is the lock
 that CPU measurements and builds share with every other judge of the host, header_pch.py the precompiled
-header the judge builds once per compiler and torch, environment.py the facts recorded about the machine.
+header the judge builds once per compiler and torch, environment.py the facts recorded about the machine,
+hold_watch.py the watch that releases a held stream whose call waits for the device.
 Nothing here imports the per-evaluation pipeline (judge/).
 """
