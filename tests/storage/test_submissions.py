@@ -7,7 +7,14 @@ from datetime import timedelta
 from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.records import JobStatus, SubmissionFilter
-from kernelgrade.storage.submissions import find_duplicate, get_submission, list_submissions, submissions_since
+from kernelgrade.storage.submissions import (
+    find_duplicate,
+    get_submission,
+    get_submissions,
+    list_submissions,
+    submission_states,
+    submissions_since,
+)
 from tests.storage.builders import add_problem, add_submission, grade
 
 
@@ -20,6 +27,22 @@ def test_a_submission_is_queued_with_its_position(database: Database) -> None:
         view = get_submission(session, second.submission.id)
         assert view is not None and view.queue_position == 1
         assert get_submission(session, 999_999) is None
+
+
+def test_many_are_read_in_the_order_asked_with_their_queue_positions(database: Database) -> None:
+    problem = add_problem(database)
+    views = [add_submission(database, problem, f"m{i}\n", device="cuda" if i == 1 else "cpu") for i in range(4)]
+    ids = [v.submission.id for v in views]
+    grade(database, views[0], "correct", 1.5)
+    with database.session() as session:
+        many = get_submissions(session, [ids[3], 999_999, ids[1], ids[0], ids[3], ids[2]])
+        one_by_one = [get_submission(session, i) for i in (ids[3], ids[1], ids[0], ids[2])]
+        states = submission_states(session, [*ids, 999_999])
+    assert [v.submission.id for v in many] == [ids[3], ids[1], ids[0], ids[2]]
+    assert many == one_by_one  # the queue positions too: per device, only the jobs ahead still unfinished
+    assert [v.queue_position for v in many] == [1, 0, None, 0]
+    assert states == {ids[0]: JobStatus.DONE, ids[1]: JobStatus.QUEUED, ids[2]: JobStatus.QUEUED,
+                      ids[3]: JobStatus.QUEUED}
 
 
 def test_duplicates_are_found_per_submitter_and_model(database: Database) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from kernelgrade.config import Settings
 
 if TYPE_CHECKING:
-    from kernelgrade.service.client import ApiClient
+    from kernelgrade.client import Client
     from kernelgrade.service.schemas import EvaluationOut, ProgressOut, SubmissionOut
     from kernelgrade.storage.database import Database
 
@@ -184,9 +184,9 @@ def _keys_revoke(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    import httpx
+    from pydantic import ValidationError
 
-    from kernelgrade.service.client import ApiClient, ApiClientError
+    from kernelgrade.client import ApiError, Client, ServerUnreachable
 
     settings = Settings.from_env()
     try:
@@ -195,24 +195,27 @@ def _submit(args: argparse.Namespace) -> int:
         print(f"error: cannot read {args.file}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     server = (args.server or settings.resolved_server_url).rstrip("/")
-    client = ApiClient(server, settings.api_key)
     try:
-        return _submit_and_follow(client, args, source, server)
-    except ApiClientError as exc:
+        with Client(server, settings.api_key) as client:
+            return _submit_and_follow(client, args, source, server)
+    except ApiError as exc:
         print(f"error: {exc.message} [{exc.code}]", file=sys.stderr)
         return EXIT_USAGE
-    except httpx.HTTPError as exc:
-        print(f"error: cannot reach {server}: {exc}. Is `kernelgrade serve` running there?", file=sys.stderr)
+    except ServerUnreachable as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    finally:
-        client.close()
+    except ValidationError as exc:  # refused before sending, by the same schema the server checks
+        first = exc.errors()[0]
+        print(f"error: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}", file=sys.stderr)
+        return EXIT_USAGE
 
 
-def _submit_and_follow(client: ApiClient, args: argparse.Namespace, source: str, server: str) -> int:
+def _submit_and_follow(client: Client, args: argparse.Namespace, source: str, server: str) -> int:
     from kernelgrade.cli.eval_command import exit_code
-    from kernelgrade.service.client import SubmissionRequest
+    from kernelgrade.client import SubmissionIn
 
-    submission = client.submit(SubmissionRequest(args.problem, source, args.model, args.force, args.public))
+    submission = client.submit(SubmissionIn(problem=args.problem, source=source, model=args.model,
+                                            force=args.force, public=args.public))
     note = " (identical to an earlier submission; add --force to grade again)" if submission.duplicate else ""
     print(f"submission {submission.id} for {submission.problem}: {server}/v1/submissions/{submission.id}{note}",
           file=sys.stderr)
@@ -227,7 +230,7 @@ def _submit_and_follow(client: ApiClient, args: argparse.Namespace, source: str,
     return exit_code(str(evaluation.verdict), evaluation.speedup, None)
 
 
-def _follow(client: ApiClient, submission: SubmissionOut) -> tuple[SubmissionOut, EvaluationOut]:
+def _follow(client: Client, submission: SubmissionOut) -> tuple[SubmissionOut, EvaluationOut]:
     """Poll until graded: the submission as last read, and its finished evaluation."""
     from kernelgrade.cli.eval_command import ProgressLine
 
@@ -235,7 +238,7 @@ def _follow(client: ApiClient, submission: SubmissionOut) -> tuple[SubmissionOut
     while (evaluation := submission.evaluation) is None or evaluation.status != "done":
         show(_progress_shown(evaluation))
         time.sleep(POLL_S)
-        submission = client.submission(submission.id)
+        submission = client.get(submission.id)
     return submission, evaluation
 
 

@@ -17,6 +17,15 @@ TEXT_PATTERN = r"^[^\x00]*$"
 # Row ids are Integer columns: 32 bits on Postgres (64 on SQLite). A larger number names nothing, and Postgres
 # refuses it as a query parameter of that type.
 MAX_ID = 2**31 - 1
+# Submission ids in one lookup or wait: an RL loop's round of a hundred-odd in one call, while the answer (each
+# result with its trials, for its submitter) stays a few MiB. The same as the listing's largest page.
+MAX_IDS = 200
+# The longest a wait for results holds its request open. Proxies and load balancers commonly drop an idle
+# connection after 60 s (nginx's proxy_read_timeout, AWS ALB's idle timeout), and a held request keeps a
+# connection of the server's; a caller that wants longer asks again, which the Python client does.
+MAX_WAIT_S = 60.0
+# A wait's length where the caller names none: half the longest, so well inside those idle limits.
+DEFAULT_WAIT_S = 30.0
 EXAMPLE_SOURCE = ("import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
                   "    def forward(self, a, b):\n        return torch.clamp_min(a + b, 0.0)\n")
 
@@ -32,7 +41,8 @@ class ErrorResponse(BaseModel):
 
 
 # Request bodies are strict: `"force": 0` or `"level": "1"` is refused rather than coerced, so a body is accepted
-# exactly when it matches the documented schema.
+# exactly when it matches the documented schema. Defaults are given as `default=`, which type checkers read, so
+# that the Python client's users construct a SubmissionIn with only the fields they set.
 class SubmissionIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [
         {"problem": "add_relu", "source": EXAMPLE_SOURCE, "model": "my-model-v1"}]})
@@ -40,13 +50,13 @@ class SubmissionIn(BaseModel):
     problem: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN,
                          description="problem name (its latest version)")
     source: str = Field(pattern=TEXT_PATTERN, description="the Python file defining ModelNew")
-    submitter: str | None = Field(None, min_length=1, max_length=100, pattern=NAME_PATTERN,
+    submitter: str | None = Field(default=None, min_length=1, max_length=100, pattern=NAME_PATTERN,
                                   description="open mode only; with an API key the key's name is the submitter")
-    model: str = Field("", max_length=200, pattern=TEXT_PATTERN,
+    model: str = Field(default="", max_length=200, pattern=TEXT_PATTERN,
                        description="model or agent label, for the leaderboards")
-    force: bool = Field(False, description="grade again even if this exact source was graded before")
-    public: bool = Field(False, description="let everyone read the source (results are always public)")
-    device: str | None = Field(None, min_length=1, max_length=60, pattern=NAME_PATTERN,
+    force: bool = Field(default=False, description="grade again even if this exact source was graded before")
+    public: bool = Field(default=False, description="let everyone read the source (results are always public)")
+    device: str | None = Field(default=None, min_length=1, max_length=60, pattern=NAME_PATTERN,
                                description="device class to grade on, e.g. cuda-h100 (default: the problem's kind)")
 
 
@@ -173,6 +183,26 @@ class BatchItemOut(BaseModel):
 
 class BatchOut(BaseModel):
     items: list[BatchItemOut]
+
+
+class SubmissionLookupOut(BaseModel):
+    items: list[SubmissionOut] = Field(description="the submissions asked for, in the order asked, without their"
+                                                   " sources (GET /v1/submissions/{id} has the source)")
+    missing: list[int] = Field(description="the ids asked for that name no submission")
+
+
+class FinishedOut(BaseModel):
+    items: list[SubmissionOut] = Field(
+        description="the submissions asked for whose grading is done (evaluation.status done), in the order"
+                    " asked, without their sources; empty when none was done by the timeout")
+
+
+class SubmissionLimitsOut(BaseModel):
+    """What one request may carry on this server; the Python client splits its calls by these."""
+
+    max_batch: int = Field(description="submissions in one POST /v1/submissions/batch (KERNELGRADE_MAX_BATCH)")
+    max_ids: int = Field(description="ids in one GET /v1/submissions/lookup or /v1/submissions/wait")
+    max_wait_s: float = Field(description="the longest timeout of GET /v1/submissions/wait")
 
 
 class SubmissionPageOut(BaseModel):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import Row, Select, func, select
+from sqlalchemy import Row, ScalarSelect, Select, func, select
 from sqlalchemy.orm import Session, aliased
 
 from kernelgrade.storage.clock import utcnow
@@ -64,6 +65,23 @@ def get_submission(session: Session, submission_id: int) -> SubmissionView | Non
     return SubmissionView(view.submission, view.evaluation, _queue_position(session, view.evaluation))
 
 
+def get_submissions(session: Session, ids: Sequence[int]) -> list[SubmissionView]:
+    """The submissions of `ids` that exist, in the order of `ids`, queued ones with their queue positions."""
+    rows = session.execute(_views_query().where(SubmissionRow.id.in_(ids))).all()
+    found = {view.submission.id: view for view in map(_view, rows)}
+    queued = [v.evaluation.id for v in found.values() if v.evaluation and v.evaluation.status is JobStatus.QUEUED]
+    positions = _queue_positions(session, queued)
+    return [_with_position(found[i], positions) for i in dict.fromkeys(ids) if i in found]
+
+
+def submission_states(session: Session, ids: Sequence[int]) -> dict[int, JobStatus | None]:
+    """The status of each existing submission's newest evaluation (None: it has none), in one query: what a
+    wait for results reads on every round."""
+    query = (select(SubmissionRow.id, _Latest.status).outerjoin(_Latest, _Latest.id == _newest_evaluation())
+             .where(SubmissionRow.id.in_(ids)))
+    return {sid: JobStatus(status) if status is not None else None for sid, status in session.execute(query)}
+
+
 def list_submissions(session: Session, where: SubmissionFilter, cursor: int | None, limit: int) -> SubmissionPage:
     """Newest first; `cursor` is the id to continue below (from the previous page's next_cursor)."""
     query = _views_query()
@@ -92,11 +110,14 @@ def submissions_since(session: Session, api_key_id: int, since: datetime) -> tup
 
 
 def _views_query() -> Select[SubmissionRow, str, str, EvaluationRow]:
-    newest = (select(func.max(EvaluationRow.id)).where(EvaluationRow.submission_id == SubmissionRow.id)
-              .correlate(SubmissionRow).scalar_subquery())
     return (select(SubmissionRow, ProblemRow.name, ProblemRow.content_hash, _Latest)
             .join(ProblemRow, ProblemRow.id == SubmissionRow.problem_id)
-            .outerjoin(_Latest, _Latest.id == newest))
+            .outerjoin(_Latest, _Latest.id == _newest_evaluation()))
+
+
+def _newest_evaluation() -> ScalarSelect[int]:
+    return (select(func.max(EvaluationRow.id)).where(EvaluationRow.submission_id == SubmissionRow.id)
+            .correlate(SubmissionRow).scalar_subquery())
 
 
 def _queue_position(session: Session, evaluation: EvaluationRecord) -> int:
@@ -104,6 +125,25 @@ def _queue_position(session: Session, evaluation: EvaluationRecord) -> int:
         EvaluationRow.status.in_(UNFINISHED), EvaluationRow.requested_device == evaluation.requested_device,
         EvaluationRow.id < evaluation.id)
     return int(session.execute(ahead).scalar_one())
+
+
+def _queue_positions(session: Session, evaluation_ids: Sequence[int]) -> dict[int, int]:
+    """_queue_position of several queued evaluations, in one query."""
+    if not evaluation_ids:
+        return {}
+    ahead = aliased(EvaluationRow, name="ahead")
+    count = (select(func.count(ahead.id)).where(ahead.status.in_(UNFINISHED),
+                                                ahead.requested_device == EvaluationRow.requested_device,
+                                                ahead.id < EvaluationRow.id)
+             .correlate(EvaluationRow).scalar_subquery())
+    rows = session.execute(select(EvaluationRow.id, count).where(EvaluationRow.id.in_(evaluation_ids)))
+    return {evaluation_id: int(position) for evaluation_id, position in rows}
+
+
+def _with_position(view: SubmissionView, positions: dict[int, int]) -> SubmissionView:
+    if view.evaluation is None or view.evaluation.id not in positions:
+        return view
+    return SubmissionView(view.submission, view.evaluation, positions[view.evaluation.id])
 
 
 def _view(row: _Row) -> SubmissionView:
