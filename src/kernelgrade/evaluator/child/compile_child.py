@@ -77,7 +77,8 @@ class BuildRecorder:
 
 
 class HeldBaton:
-    """torch's FileBaton (the lock of one extension's build directory) with the lock held by flock."""
+    """torch's FileBaton (the lock of one extension's build directory) with the lock held by flock. It takes
+    FileBaton's arguments; its polling ones go unused, since it waits on the flock itself."""
 
     def __init__(self, lock_file_path: str, wait_seconds: float = 0.1, warn_after_seconds: float | None = None) -> None:
         self.path = Path(lock_file_path)
