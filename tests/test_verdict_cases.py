@@ -4,6 +4,7 @@ a careful grader gives it (expected.json). The grader must give that verdict and
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import socket
@@ -20,7 +21,7 @@ from kernelgrade.evaluator import EvalResult, Severity, Verdict, Warm, evaluate
 from kernelgrade.evaluator.sandbox.launcher import Launcher
 from kernelgrade.evaluator.sandbox.levels import SandboxOptions, SandboxUnavailable, make_launcher
 from kernelgrade.problems import find_builtin, load_problem_source
-from tests.conftest import RequestFactory
+from tests.conftest import TEST_LIMITS, RequestFactory
 
 CASES = Path(__file__).parent / "cases"
 
@@ -31,6 +32,7 @@ class Case:
     folder: Path
     verdict: Verdict
     code: str | None
+    stage: str | None  # the failure's stage (compile, load, correctness, ...)
     finding: str | None
     message_contains: str | None
     # Text that must appear nowhere in the failure's message and detail or in the compile log (a host
@@ -42,13 +44,15 @@ class Case:
     # {"environment": {NAME: VALUE}, "work_root_files": {RELATIVE_PATH: TEXT}, "listen_tcp": [PORT, ...]},
     # "data_dir_files": {RELATIVE_PATH: TEXT} in the data dir holding the work root (hidden from children
     # as the service hides its own), "cache_files": {RELATIVE_PATH: TEXT} in the compile cache,
-    # and "sandbox_memory_mib": a memory cap small enough to be reached within the test's call deadline.
+    # "sandbox_memory_mib": a memory cap small enough to be reached within the test's call deadline,
+    # and "limits": {FIELD: SECONDS} replacing fields of the tests' Limits, for a case that runs to a limit.
     setup: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def read(cls, folder: Path) -> Case:
         expected = json.loads((folder / "expected.json").read_text())
-        return cls(folder.name, folder, Verdict(expected["verdict"]), expected.get("code"), expected.get("finding"),
+        return cls(folder.name, folder, Verdict(expected["verdict"]), expected.get("code"), expected.get("stage"),
+                   expected.get("finding"),
                    expected.get("message_contains"), expected.get("message_absent"),
                    bool(expected.get("timing", False)), str(expected.get("sandbox", "auto")),
                    dict(expected.get("setup", {})))
@@ -75,7 +79,8 @@ def _cases() -> list[pytest.param]:  # type: ignore[valid-type]
 @pytest.mark.parametrize("case", _cases())
 def test_case_gets_expected_verdict(case: Case, make_request: RequestFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     source = (case.folder / "submission.py").read_bytes().decode("utf-8", errors="surrogateescape")
-    request = make_request(case.problem(), source, measure_timing=case.timing)
+    limits = dataclasses.replace(TEST_LIMITS, **case.setup.get("limits", {}))
+    request = make_request(case.problem(), source, measure_timing=case.timing, limits=limits)
     launcher = _launcher(case, data_dir=request.work_root.parent)
     _plant(case.setup.get("cache_files", {}), request.cache_dir)
     with _arranged(case.setup, request.work_root, monkeypatch):
@@ -110,6 +115,8 @@ def _check(case: Case, result: EvalResult) -> None:
     assert result.verdict is case.verdict, explanation
     if case.code:
         assert result.failure is not None and result.failure.code == case.code, explanation
+    if case.stage:
+        assert result.failure is not None and result.failure.stage.value == case.stage, explanation
     if case.message_contains:
         assert result.failure is not None and case.message_contains in result.failure.message, explanation
     if case.message_absent:

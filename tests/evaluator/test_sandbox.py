@@ -29,6 +29,7 @@ from kernelgrade.evaluator.sandbox.isolation import UID_BASE, Identity, SandboxO
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher, ResourceLimits
 from kernelgrade.evaluator.sandbox.levels import SandboxUnavailable, UnsandboxedRefused, make_launcher, probe_level
 from kernelgrade.evaluator.sandbox.unshare import UnshareLauncher
+from kernelgrade.evaluator.wire.compile_protocol import CPU_LIMIT_STATUS
 
 MiB = 1024**2
 # A root judge's child cannot use an interpreter under a 0700 home without bwrap's covers; the unshare
@@ -285,7 +286,7 @@ def test_file_size_and_cpu_limits(sandbox: Sandbox, work_dir: Path) -> None:
     out = run(sandbox, work_dir, snippet("""
 import resource
 out["core"] = resource.getrlimit(resource.RLIMIT_CORE)[0]
-out["cpu"] = resource.getrlimit(resource.RLIMIT_CPU)[0]
+out["cpu"] = resource.getrlimit(resource.RLIMIT_CPU)
 try:
     with open("big.bin", "wb") as f:
         f.write(b"x" * (2 * 1024 * 1024))
@@ -293,7 +294,8 @@ try:
 except OSError:
     out["big"] = False
 """), limits=ResourceLimits(file_bytes=MiB, cpu_seconds=30))
-    assert out == {"core": 0, "cpu": 30, "big": False}
+    # SIGXCPU at the soft limit, which names the cause; SIGKILL only at the hard one, for a child that ignores it.
+    assert out == {"core": 0, "cpu": [30, 30 + isolation.CPU_KILL_AFTER_S], "big": False}
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to place a child on one of them")
@@ -313,6 +315,31 @@ def test_cpu_limit_stops_a_spinning_child(sandbox: Sandbox, work_dir: Path) -> N
     finally:
         child.kill()
     assert time.monotonic() - started < 20
+
+
+def test_a_compile_child_at_its_cpu_limit_exits_with_the_status_that_says_so(sandbox: Sandbox, work_dir: Path) -> None:
+    """Under unshare the child is its pid namespace's first process, which ignores SIGXCPU left at its default;
+    the compile child's handler ends it all the same. The snippet lowers its own limit to a second from now
+    once torch is imported, so that the real limit is reached at once."""
+    if sandbox.python != sys.executable:
+        pytest.skip("the compile child needs this interpreter's torch")
+    code = snippet("""
+import resource
+from kernelgrade.evaluator.child.compile_child import exit_at_cpu_limit
+exit_at_cpu_limit()
+usage = resource.getrusage(resource.RUSAGE_SELF)
+_, hard = resource.getrlimit(resource.RLIMIT_CPU)
+resource.setrlimit(resource.RLIMIT_CPU, (int(usage.ru_utime + usage.ru_stime) + 1, hard))
+while True:
+    pass
+""")
+    child = start(sandbox, work_dir, code, limits=ResourceLimits(cpu_seconds=120))
+    try:
+        with pytest.raises(ChildGone):
+            child.receive(120)
+    finally:
+        child.kill()
+    assert child.proc.returncode == CPU_LIMIT_STATUS, child.log.text()[-2000:]
 
 
 def test_a_crash_is_named_by_its_signal(sandbox: Sandbox, work_dir: Path) -> None:

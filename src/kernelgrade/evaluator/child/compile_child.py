@@ -2,13 +2,19 @@
 here, with no GPU, into the cache entry named by TORCH_EXTENSIONS_DIR. Reports which builds failed, and the
 precompiled-header variants its calls wanted and did not find (header_pch.py), for the judge to build.
 
+Its builds hold their directories' locks with flock (wire/build_lock.py), so a build killed mid-way leaves a
+lock the next build takes over instead of waiting on it; and it exits with CPU_LIMIT_STATUS at its CPU-time
+limit, so that the judge can name that limit (compile_protocol.py).
+
 Run as `python -m kernelgrade.evaluator.child.compile_child`; one command in, one reply out.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -23,7 +29,7 @@ from kernelgrade.evaluator.child.header_pch import with_pch
 from kernelgrade.evaluator.child.lean_header import with_lean_header
 from kernelgrade.evaluator.codec import Codec
 from kernelgrade.evaluator.source_module import import_submission
-from kernelgrade.evaluator.wire import tensorfile
+from kernelgrade.evaluator.wire import build_lock, tensorfile
 from kernelgrade.evaluator.wire.compile_protocol import BuildRecord, CompileReply, CompileRequest
 from kernelgrade.evaluator.wire.prebuilt import Prebuilt, call_digest, library_of
 
@@ -70,6 +76,37 @@ class BuildRecorder:
         cpp_extension.load = self.wrap(cpp_extension.load, inline=False)
 
 
+class HeldBaton:
+    """torch's FileBaton (the lock of one extension's build directory) with the lock held by flock. It takes
+    FileBaton's arguments; its polling ones go unused, since it waits on the flock itself."""
+
+    def __init__(self, lock_file_path: str, wait_seconds: float = 0.1, warn_after_seconds: float | None = None) -> None:
+        self.path = Path(lock_file_path)
+        self.fd: int | None = None
+
+    def try_acquire(self) -> bool:
+        """Always True, once the lock is ours: waiting for a live owner happens here, so torch never goes to
+        its wait(), after which it would import whatever a dead owner left half built."""
+        self.fd = build_lock.acquire(self.path)
+        return True
+
+    def wait(self) -> None:
+        build_lock.release(self.path, build_lock.acquire(self.path))
+
+    def release(self) -> None:
+        if self.fd is not None:
+            build_lock.release(self.path, self.fd)
+            self.fd = None
+
+
+def exit_at_cpu_limit() -> None:
+    """Make SIGXCPU end the process with CPU_LIMIT_STATUS (compile_protocol.py says why a C handler)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+    libc.signal.restype = ctypes.c_void_p
+    libc.signal(signal.SIGXCPU, ctypes.cast(libc._exit, ctypes.c_void_p))
+
+
 def build(request: CompileRequest) -> CompileReply:
     recorder = BuildRecorder()
     missed: set[str] = set()
@@ -93,6 +130,8 @@ def note_in_log(line: str) -> None:
 
 
 def main() -> None:
+    exit_at_cpu_limit()
+    cpp_extension.FileBaton = HeldBaton  # type: ignore[attr-defined,assignment]
     channel = ChildChannel.from_stdio()
     line = channel.receive()
     if line is not None:

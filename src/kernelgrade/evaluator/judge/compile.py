@@ -1,9 +1,18 @@
 """The compile stage: build the submission's extensions in a child with no GPU, cached by content.
 
 A cache entry is a directory named by the hash of (source, torch version, CUDA version, target arch,
-device kind, harness version). Its `ext/` is the TORCH_EXTENSIONS_DIR of both the compile child and the
-run child, so the run child's load_inline finds the build up to date and only loads it. Successes and
-compile errors are cached; timeouts and grader faults are not.
+device kind, harness version). Its `ext/` is the compile child's TORCH_EXTENSIONS_DIR; the run child gets
+copies of the libraries built there (wire/prebuilt.py). Successes and compile errors are cached (status.json);
+timeouts and grader faults are not, and their `ext/` is discarded.
+
+A build may be interrupted by anything: its deadline, a crash, the judge's whole server killed. Whatever it
+left does not block the next build of the source. An entry without a status holds no finished build, so its
+`ext/` is discarded before building, unless a live build still holds a lock there (a child that outlived its
+judge); the compile child waits for such a build, and takes over a lock whose owner died (wire/build_lock.py).
+One judge at a time builds an entry: they take turns through an flock on the entry's own `lock` file.
+
+The limits: a wall deadline on the whole compile step (import, constructor, builds), and RLIMIT_CPU above it
+on each of its processes. Either one's end is verdict `timeout`, named by the limit that fired.
 
 With `target.lean`, the compile child builds CUDA sources without torch/extension.h first and as given where
 that fails (child/lean_header.py); either build answers for the source, so the cache key leaves it out.
@@ -20,6 +29,9 @@ import hashlib
 import json
 import math
 import os
+import secrets
+import shutil
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -35,11 +47,24 @@ from kernelgrade.evaluator.result import Failure, Stage
 from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
 from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher, ResourceLimits
-from kernelgrade.evaluator.wire.compile_protocol import CompileReply, CompileRequest
+from kernelgrade.evaluator.wire import build_lock
+from kernelgrade.evaluator.wire.compile_protocol import CPU_LIMIT_STATUS, CompileReply, CompileRequest
 from kernelgrade.evaluator.wire.prebuilt import Prebuilt
 
-# Bump when the compile child's behaviour changes, so old cache entries are not trusted.
-HARNESS_VERSION = "3"
+# Bump when the compile child's behaviour changes, so old cache entries are not trusted. 4: build locks held
+# with flock; an entry of an older harness may hold torch's plain lock file, which no owner holds.
+HARNESS_VERSION = "4"
+# RLIMIT_CPU of the compile child and of each compiler it runs lies this far above the wall limit. A thread
+# cannot use more CPU time than wall time, so a single-threaded runaway (an endless loop at import, a
+# template instantiation that never ends) meets the wall limit first and is named by it; only a process
+# burning several cores at once reaches the CPU limit first. The margin covers the child's start, before the
+# judge's clock starts, and the moment the judge takes to act on its deadline; seconds, so five are plenty.
+CPU_MARGIN_S = 5
+# A lean CUDA build that fails does so in nvcc's front end, about the first third of a build; this extra
+# third of the wall limit keeps the limit a limit on the build as given.
+LEAN_EXTRA = 1 / 3
+# What the compile step runs, for the messages of its limits.
+COMPILE_STEP = "the compile step (importing the submission, constructing ModelNew and building its extensions)"
 # status.json files are read back by later versions of the judge: a field since removed is skipped.
 _CACHED = Codec(ignore_unknown=True)
 
@@ -98,6 +123,17 @@ def arch_env(target: BuildTarget) -> dict[str, str]:
     return {"TORCH_CUDA_ARCH_LIST": target.arch} if target.arch else {}
 
 
+@dataclass(frozen=True)
+class BuildLimits:
+    wall_s: float  # the judge's deadline on the whole compile step
+    cpu_s: int  # RLIMIT_CPU's soft limit on each of its processes
+
+    @classmethod
+    def of(cls, target: BuildTarget) -> BuildLimits:
+        wall_s = target.timeout_s * (1 + LEAN_EXTRA if target.lean and target.device == "cuda" else 1)
+        return cls(wall_s, math.ceil(wall_s) + CPU_MARGIN_S)
+
+
 def compile_submission(source: str, submission_path: Path, init_inputs_path: Path, seed: int,
                        target: BuildTarget, cache_dir: Path, work_dir: Path, launcher: Launcher,
                        host_lock: HostLock | None = None) -> CompileOutcome:
@@ -108,10 +144,13 @@ def compile_submission(source: str, submission_path: Path, init_inputs_path: Pat
         cached = _read_status(entry)
         if cached is not None:
             return _outcome(entry, cached, cache_hit=True)
+        _clear_unfinished(entry)
         with host_lock.shared() if host_lock is not None else nullcontext():
             status = _build(submission_path, init_inputs_path, seed, target, entry, work_dir, launcher)
         if status.cacheable:
             _write_status(entry, status)
+        else:
+            _discard(entry)
         return _outcome(entry, status, cache_hit=False)
 
 
@@ -122,32 +161,70 @@ def _build(submission_path: Path, init_inputs_path: Path, seed: int, target: Bui
     ext_dir.mkdir(exist_ok=True)
     env = child_env(work_dir, ext_dir, {"MAX_JOBS": str(target.jobs), **arch_env(target)})
     pch = header_pch.ready_dirs(cache_dir) if target.pch else {}
+    limits = BuildLimits.of(target)
     # Only ext/ is the child's: the entry's status.json and lock stay the judge's, and the PCHs are only read.
-    # RLIMIT_CPU per compiler process at the wall limit: one that burns that much CPU is runaway template
-    # instantiation.
     readable = (package_root(), *((header_pch.pch_root(cache_dir),) if pch else ()))
     spec = ChildSpec(python_argv("kernelgrade.evaluator.child.compile_child"), env, work_dir,
                      writable=(ext_dir,), readable=readable, gpu_index=None, purpose="compile",
                      hidden=(entry.parent, work_dir.parent),
-                     limits=ResourceLimits(cpu_seconds=math.ceil(target.timeout_s)), cpus=target.cpus)
+                     limits=ResourceLimits(cpu_seconds=limits.cpu_s), cpus=target.cpus)
     child = ChildProcess(launcher.popen(spec))
-    # A lean build that fails does so in nvcc's front end, about the first third of a build; the extra third
-    # keeps the limit a limit on the build as given.
-    timeout_s = target.timeout_s * (4 / 3 if target.lean else 1)
-    request = CompileRequest(submission_path, init_inputs_path, seed, pch, target.lean)
     try:
-        reply = Codec().decode(CompileReply, child.request(Codec().encode_dataclass(request), timeout=timeout_s))
-    except ChildTimeout:
-        return _status("timeout", f"the build ran past its {timeout_s:.0f} s limit", child)
-    except (ChildGone, BadReply) as exc:
-        return _status("compile_crashed", f"the compile step died: {exc}", child)
-    except DecodeError as exc:
-        return _status("compile_crashed", f"the compile step died: its reply was not the harness's ({exc})", child)
+        reply = _exchange(child, CompileRequest(submission_path, init_inputs_path, seed, pch, target.lean), limits)
     finally:
         child.kill()
+    if isinstance(reply, BuildStatus):
+        return reply
     if target.pch:
         header_pch.build_missing(cache_dir, reply.pch_missed)
     return _reply_status(reply, child.log.text(), str(ext_dir))
+
+
+def _exchange(child: ChildProcess, request: CompileRequest, limits: BuildLimits) -> CompileReply | BuildStatus:
+    """The child's reply, or the status of a compile step that ended without one."""
+    try:
+        return Codec().decode(CompileReply, child.request(Codec().encode_dataclass(request), timeout=limits.wall_s))
+    except ChildTimeout:
+        return _status("timeout", f"{COMPILE_STEP} ran past its {limits.wall_s:.0f} s limit and was killed. Look"
+                       " for an endless loop or a wait at import or in ModelNew's constructor; a build that needs"
+                       " longer must be made smaller.", child)
+    except ChildGone as exc:
+        if _out_of_cpu(child.proc.returncode):
+            return _status("timeout", f"{COMPILE_STEP} used its {limits.cpu_s} s of CPU time and was killed. Look"
+                           " for an endless loop or threads kept busy at import or in ModelNew's constructor.",
+                           child)
+        return _status("compile_crashed", f"the compile step died: {exc}", child)
+    except BadReply as exc:
+        return _status("compile_crashed", f"the compile step died: {exc}", child)
+    except DecodeError as exc:
+        return _status("compile_crashed", f"the compile step died: its reply was not the harness's ({exc})", child)
+
+
+def _out_of_cpu(returncode: int | None) -> bool:
+    """The child's own SIGXCPU handler's status, or a death by SIGXCPU (a child whose handler was replaced)."""
+    return returncode in (CPU_LIMIT_STATUS, -signal.SIGXCPU)
+
+
+def _clear_unfinished(entry: Path) -> None:
+    """An entry without a status holds no finished build: its `ext/` is what an interrupted build left. Start
+    afresh, unless a live build holds one of its locks (a child that outlived its judge's server); the compile
+    child then waits for that build (wire/build_lock.py)."""
+    ext_dir = entry / "ext"
+    if not any(build_lock.held(lock) for lock in build_lock.locks_in(ext_dir)):
+        _discard(entry)
+
+
+def _discard(entry: Path) -> None:
+    """Remove the entry's `ext/`: moved aside first, in one step, so that what a dying child may still write
+    lands outside the next build's dir. After a build that did not finish, without looking for live locks: the
+    only builder of the entry was this judge's child, killed by now, though its processes may take a moment
+    to die."""
+    ext_dir = entry / "ext"
+    if not ext_dir.exists():
+        return
+    aside = entry / f"discarded-{secrets.token_hex(4)}"
+    os.rename(ext_dir, aside)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _reply_status(reply: CompileReply, log: str, build_dir: str) -> BuildStatus:

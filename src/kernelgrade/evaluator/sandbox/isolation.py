@@ -36,6 +36,10 @@ NOBODY = 65534
 UID_BASE = 1_900_000_000
 UID_SPAN = 1 << 24
 _uid_counter = itertools.count()
+# How far RLIMIT_CPU's hard limit lies above its soft one. Past the soft limit the kernel sends SIGXCPU once a
+# second, which ends a child at once unless it ignores the signal; five of them ignored is a child that will
+# not stop, and SIGKILL ends it.
+CPU_KILL_AFTER_S = 5
 
 
 @dataclass(frozen=True)
@@ -104,10 +108,12 @@ def helper_argv(config: dict[str, object], argv: Sequence[str]) -> list[str]:
 
 def inner_config(who: Identity, spec: ChildSpec, options: SandboxOptions) -> dict[str, object]:
     limits = spec.limits
-    rlimits = {"RLIMIT_NOFILE": limits.open_files, "RLIMIT_FSIZE": limits.file_bytes, "RLIMIT_CORE": 0,
-               "RLIMIT_NPROC": processes_for(spec, options)}
+    rlimits: dict[str, int | list[int]] = {"RLIMIT_NOFILE": limits.open_files, "RLIMIT_FSIZE": limits.file_bytes,
+                                           "RLIMIT_CORE": 0, "RLIMIT_NPROC": processes_for(spec, options)}
     if limits.cpu_seconds is not None:
-        rlimits["RLIMIT_CPU"] = limits.cpu_seconds
+        # Soft below hard: the kernel sends SIGXCPU at the soft limit (a signal that names the cause) and
+        # SIGKILL only at the hard one, which a soft limit equal to it would make the first and only signal.
+        rlimits["RLIMIT_CPU"] = [limits.cpu_seconds, limits.cpu_seconds + CPU_KILL_AFTER_S]
     # umask 002 for a root judge's children: their builds must stay writable to the shared group.
     umask = 0o002 if who.drop else 0o022
     return {"drop": who.drop, "uid": who.uid, "gid": who.gid, "rlimits": rlimits, "oom_victim": True,

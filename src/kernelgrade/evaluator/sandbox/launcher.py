@@ -27,7 +27,8 @@ class ResourceLimits:
     Virtual memory is never capped (RLIMIT_AS): CUDA reserves address ranges far larger than any RAM.
     """
 
-    # RLIMIT_CPU, per process: None for the run child, whose stages have the judge's wall deadlines.
+    # RLIMIT_CPU, per process: its soft limit (SIGXCPU), the hard one (SIGKILL) a few seconds above it
+    # (isolation.CPU_KILL_AFTER_S). None for the run child, whose stages have the judge's wall deadlines.
     cpu_seconds: int | None = None
     # A PyTorch CUDA process holds a few hundred descriptors (libraries, the driver, pipes); 4096 leaves
     # room for honest use and stops descriptor exhaustion from reaching the host's table.

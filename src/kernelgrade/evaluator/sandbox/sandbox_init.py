@@ -42,13 +42,15 @@ def drop_privileges(uid: int, gid: int) -> None:
     os.setresuid(uid, uid, uid)
 
 
-def apply_rlimits(limits: dict[str, int]) -> None:
+def apply_rlimits(limits: dict[str, int | list[int]]) -> None:
+    """Each limit is one value (soft and hard alike) or [soft, hard]."""
     for name, value in limits.items():
         which = getattr(resource, name)
+        soft, wanted = (value, value) if isinstance(value, int) else (int(value[0]), int(value[1]))
         _, hard = resource.getrlimit(which)
         # Only lowering is possible without privilege; never ask for more than the current hard limit.
-        capped = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.setrlimit(which, (capped, capped))
+        capped = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(which, (min(soft, capped), capped))
 
 
 def prefer_as_oom_victim() -> None:
@@ -114,7 +116,7 @@ def prepare(config: dict[str, Any]) -> None:
         os.chdir(str(config["chdir"]))  # through the new mounts: the old working directory may be covered
     if config.get("drop"):
         drop_privileges(int(config["uid"]), int(config["gid"]))
-    apply_rlimits({str(k): int(v) for k, v in dict(config.get("rlimits", {})).items()})
+    apply_rlimits({str(k): v if isinstance(v, list) else int(v) for k, v in dict(config.get("rlimits", {})).items()})
     os.umask(int(config.get("umask", 0o022)))
 
 
