@@ -263,12 +263,12 @@ class Holding:
 class _Clock:
     """One rep's device and host-inclusive time: CUDA events on a GPU, the wall clock on the CPU."""
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, holding: Holding | None = None) -> None:
         self.device = device
         self.cuda = device.type == "cuda"
+        self.holding = holding  # the phase's stream hold; the clock's own, so run() keeps its plain signature
 
-    def run(self, fn: Callable[..., Any], args: list[Any], flusher: Flusher | None = None,
-            holding: Holding | None = None) -> Rep:
+    def run(self, fn: Callable[..., Any], args: list[Any], flusher: Flusher | None = None) -> Rep:
         if not self.cuda:
             if flusher is not None:
                 flusher.flush()
@@ -276,6 +276,7 @@ class _Clock:
             out = fn(*args)
             wall = (_perf_counter_ns() - t0) / 1e6
             return Rep(wall, wall, False, out)
+        holding = self.holding
         hold = holding.hold if holding is not None else None
         before = _Event(enable_timing=True)  # type: ignore[no-untyped-call]
         start = _Event(enable_timing=True)  # type: ignore[no-untyped-call]
@@ -329,11 +330,12 @@ def warm_up(fn: Callable[..., Any], input_sets: InputRotation | Sequence[Sequenc
     first call, which may set up lazily what waits for the device), so the allocator's cache already has the
     blocks the timed reps will ask for, and a forward() that waits for the device stops the holding here,
     before any timed rep."""
-    clock, rotation, intact = _Clock(device), _rotation(input_sets), clock_intact
+    first, held = _Clock(device), _Clock(device, holding)
+    rotation, intact = _rotation(input_sets), clock_intact
     calls, spent = 0, 0.0
     while calls < params.warmup_calls or spent < params.warmup_ms:
         args, tag = rotation.draw()
-        rep = clock.run(fn, args, holding=holding if calls else None)
+        rep = (held if calls else first).run(fn, args)
         if keeper is not None:
             keeper.keep(calls, tag, rep.out)
         spent += rep.wall_ms
@@ -355,7 +357,7 @@ def measure(
     holding: Holding | None = None,
 ) -> RawSamples:
     """Time fn on fresh input values until the mean and median are precise enough or a cap is reached."""
-    clock, rotation, intact = _Clock(device), _rotation(input_sets), clock_intact
+    clock, rotation, intact = _Clock(device, holding), _rotation(input_sets), clock_intact
     device_ms: list[float] = []
     wall_ms: list[float] = []
     flush_ms: list[float] = []
@@ -363,7 +365,7 @@ def measure(
     reason, tampered, host_bound = "max_reps", 0, 0
     for index in range(params.max_reps):
         args, tag = rotation.draw()
-        rep = clock.run(fn, args, flusher, holding)
+        rep = clock.run(fn, args, flusher)
         tampered += not intact()
         host_bound += rep.host_bound
         device_ms.append(rep.device_ms)
