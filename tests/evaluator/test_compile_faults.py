@@ -23,9 +23,19 @@ from kernelgrade.problems import find_builtin
 from tests.conftest import TEST_LIMITS, RequestFactory
 
 CPP_SOURCE = (Path(__file__).parents[1] / "cases" / "cpu_correct" / "submission.py").read_text()
-# The compile child imports torch (seconds) and then starts g++, which builds a torch extension in 20-40 s
-# on a 2-core machine: this long, the build is surely started and surely not finished.
-SHORT_COMPILE_S = 20.0
+# A build slow by construction, whatever the machine: a constant evaluated at compile time, about 30 s of g++
+# on a 2-core CI machine (20 million iterations of the compiler's constexpr interpreter, past g++'s default
+# operation limit, hence the flag), where the extension itself builds in 8-10 s with the precompiled header.
+SLOW_CPP_SOURCE = CPP_SOURCE.replace(
+    "#include <torch/extension.h>\n",
+    "#include <torch/extension.h>\n"
+    "constexpr long spin(long n) { long s = 0; for (long i = 0; i < n; ++i)"
+    " for (long j = 0; j < 200000; ++j) s += i ^ j; return s; }\n"
+    "static_assert(spin(100) != 1, \"evaluated while compiling\");\n", 1).replace(
+    "verbose=False)", "verbose=False, extra_cflags=['-fconstexpr-ops-limit=100000000000'])", 1)
+# The compile child imports torch (seconds) and then starts g++ on SLOW_CPP_SOURCE: this long, the build is
+# surely started and surely not finished.
+SHORT_COMPILE_S = 12.0
 # Until the killed judge's build holds its lock: the judge imports torch, starts its sandboxed child, which
 # imports torch too; far less on an idle machine.
 BUILD_STARTS_S = 180.0
@@ -100,14 +110,14 @@ def test_a_build_past_its_wall_limit_is_a_timeout_and_is_discarded(
         make_request: RequestFactory, launcher: Launcher, tmp_path: Path) -> None:
     cache_dir = tmp_path / "cache"
     short = dataclasses.replace(TEST_LIMITS, compile_s=SHORT_COMPILE_S)
-    outcome = precompile(add_relu_request(make_request, CPP_SOURCE, cache_dir, short), launcher)
+    outcome = precompile(add_relu_request(make_request, SLOW_CPP_SOURCE, cache_dir, short), launcher)
     assert outcome.failure is not None and outcome.failure.code == "timeout", outcome.failure
     assert f"ran past its {SHORT_COMPILE_S:.0f} s limit" in outcome.failure.message
     entry = outcome.extensions_dir.parent
     assert not outcome.extensions_dir.exists() and not (entry / "status.json").exists()
     assert [p.name for p in entry.iterdir()] == ["lock"]  # the judges' own lock, and nothing else
 
-    built(precompile(add_relu_request(make_request, CPP_SOURCE, cache_dir), launcher))
+    built(precompile(add_relu_request(make_request, SLOW_CPP_SOURCE, cache_dir), launcher))
 
 
 # Lowers its own CPU-time limit to a couple of seconds from now (allowed to any process), then spins: the
