@@ -101,6 +101,7 @@ def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahea
     inputs_path.unlink(missing_ok=True)
     with job.timed("correctness:judge"):
         outs = tensorfile.load(outputs_path, job.device)
+        tensorfile.remove(outputs_path)
         _judge_call(job, record, trial, reply, _mutated(data, reply), outs, data.expected)
     return reply.integrity
 
