@@ -5,6 +5,7 @@ Inputs go to the child as a file and outputs come back as one; the expected valu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,8 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator.compare import Comparison, Expected, check_structure, compare_values
+from kernelgrade.evaluator.compare_elements import device_free_bytes
+from kernelgrade.evaluator.compare_memory import USABLE_SHARE, MemoryBudget
 from kernelgrade.evaluator.host.reference import Reference, TrialData, derive_seed
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.integrity.crosscheck import integrity_findings
@@ -100,10 +103,18 @@ def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahea
                              job.request.limits.call_s, settle_s(ahead.reference.forward_s))
     inputs_path.unlink(missing_ok=True)
     with job.timed("correctness:judge"):
-        outs = tensorfile.load(outputs_path, job.device)
+        outs = tensorfile.load(outputs_path, _outputs_device(job.device, data.expected.refs))
         tensorfile.remove(outputs_path)
         _judge_call(job, record, trial, reply, _mutated(data, reply), outs, data.expected)
     return reply.integrity
+
+
+def _outputs_device(device: torch.device, refs: Sequence[torch.Tensor]) -> torch.device:
+    """The judge's device where the outputs fit in what is free there beside the comparison's chunks, else
+    the host: the comparison then moves them to the device a chunk at a time (compare_memory.py)."""
+    needed = sum(r.numel() * r.element_size() for r in refs)
+    free = device_free_bytes(device, MemoryBudget())
+    return device if needed <= free * USABLE_SHARE else torch.device("cpu")
 
 
 def _judge_call(job: Job, record: Record, trial: Trial, reply: CallReply, mutated: list[int], outs: list[Any],
