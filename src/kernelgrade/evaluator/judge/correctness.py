@@ -18,7 +18,6 @@ from kernelgrade.evaluator.compare_elements import device_free_bytes
 from kernelgrade.evaluator.compare_memory import USABLE_SHARE, MemoryBudget
 from kernelgrade.evaluator.host.reference import Reference, TrialData, derive_seed
 from kernelgrade.evaluator.host.session import RunSession
-from kernelgrade.evaluator.integrity.crosscheck import integrity_findings
 from kernelgrade.evaluator.judge.job import Job, on_device
 from kernelgrade.evaluator.judge.outcome import Verdicted
 from kernelgrade.evaluator.judge.record import Record
@@ -119,7 +118,7 @@ def _outputs_device(device: torch.device, refs: Sequence[torch.Tensor]) -> torch
 
 def _judge_call(job: Job, record: Record, trial: Trial, reply: CallReply, mutated: list[int], outs: list[Any],
                 expected: Expected) -> None:
-    record.note(integrity_findings(reply.integrity))
+    record.note(record.child_reported(reply.integrity))
     if reply.changed_after_return:
         record.add(Finding("output_changed_after_return", Severity.FLAG,
             "the output kept changing after forward() returned: it was still being written by work the"
