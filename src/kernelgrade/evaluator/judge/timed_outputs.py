@@ -57,7 +57,9 @@ def _recheck(job: Job, reference: Reference, sets: list[list[Any]], folder: Path
 
 def _load_timed(path: Path) -> Any:
     try:
-        return tensorfile.load(path)
+        loaded = tensorfile.load(path)
+        tensorfile.remove(path)
+        return loaded
     except (OSError, tensorfile.TensorFileError) as exc:
         raise _wrong(f"a timed output the harness reported is missing or unreadable: {exc}") from None
 
