@@ -143,3 +143,14 @@ def test_a_writer_needing_too_many_parts_fails_before_writing(tmp_path: Path) ->
     with pytest.raises(tensorfile.TensorFileError, match="parts"):
         tensorfile.save(tmp_path / "x.kgt", [torch.zeros(tensorfile.MAX_PARTS * 64)], part_bytes=64)
     assert not (tmp_path / "x.kgt").exists()
+
+
+def test_parts_larger_in_all_than_the_reader_expects_are_refused_before_reading(tmp_path: Path) -> None:
+    """A child could plant gigabytes of parts; the judge knows how large the outputs it checked can be."""
+    path = tmp_path / "out.kgt"
+    tensorfile.save(path, [torch.ones(1000)], part_bytes=1024)
+    assert torch.equal(tensorfile.load(path, max_bytes=8 + 4096 + 4000)[0], torch.ones(1000))
+    tensorfile.part_path(path, 9).write_bytes(b"\0" * 100)  # not consecutive: never part of the stream
+    tensorfile.part_path(path, 4).write_bytes(b"\0" * 5000)
+    with pytest.raises(tensorfile.TensorFileError, match="more than"):
+        tensorfile.load(path, max_bytes=8 + 4096 + 4000)

@@ -197,11 +197,16 @@ def _open_regular(path: Path) -> BufferedReader:
     return f
 
 
-def load(path: Path, device: torch.device | None = None) -> list[Any]:
+def load(path: Path, device: torch.device | None = None, max_bytes: int | None = None) -> list[Any]:
     """Tensors are read straight into their own memory: no copy of the file is held besides them. With a
-    `device`, the top-level tensors are moved there (through pinned memory to a GPU), as to_device() would."""
+    `device`, the top-level tensors are moved there (through pinned memory to a GPU), as to_device() would.
+    With `max_bytes`, parts larger than that in all are refused before anything is read: what the reader
+    allocates is otherwise bounded only by the parts' total size."""
     try:
         with _PartReader(path) as f:
+            if max_bytes is not None and f.total > max_bytes:
+                raise TensorFileError(f"{path.name} and its parts hold {f.total} bytes, more than the {max_bytes}"
+                                      " expected")
             return _load(f, f.total, device)
     except OSError as exc:
         raise TensorFileError(f"cannot read {path.name}: {exc.strerror}") from exc
