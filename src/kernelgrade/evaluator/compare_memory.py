@@ -81,8 +81,3 @@ def plan_chunks(numel: int, per_element: int, device_free: int, host_free: int,
     on_host = max(min_chunk, int(host_free * USABLE_SHARE) // per_element)
     return ChunkPlan(numel, min(numel, on_host), on_host=True)
 
-
-def comparison_bytes(numel: int, element_size: int, per_element: int) -> int:
-    """What judging one output needs at once, unchunked: the output, its reference and float64 oracle, and
-    the comparison's temporaries."""
-    return numel * (2 * element_size + FLOAT64 + per_element)
