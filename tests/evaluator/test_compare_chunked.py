@@ -95,3 +95,18 @@ def test_counts_and_maxima_are_exact_not_approximate(monkeypatch: pytest.MonkeyP
     assert set(chunks) == set(range(0, 4099, 333))
     assert "3 of 4099 values" in chunked.message and "index (2000,)" in chunked.message
     assert chunked.message == whole.message and chunked.max_abs_error == whole.max_abs_error
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("budget", [ON_DEVICE, ON_HOST], ids=["device_chunks", "host_chunks"])
+@pytest.mark.parametrize(("name", "outs", "expected", "policy"), CASES, ids=[c[0] for c in CASES])
+def test_outputs_held_on_the_host_compare_as_on_the_device(name: str, outs: list[torch.Tensor],
+                                                           expected: Expected, policy: PrecisionPolicy,
+                                                           budget: MemoryBudget) -> None:
+    """Outputs too large for the device stay on the host beside a reference and oracle on the device."""
+    whole = compare_values(outs, expected, policy, MemoryBudget(device_bytes=1 << 40))
+    rounded = expected.rounded
+    on_gpu = Expected([r.cuda() for r in expected.refs],
+                      None if expected.oracles is None else [o.cuda() for o in expected.oracles],
+                      None if rounded is None else functools.cache(lambda r: [t.cuda() for t in rounded(r)]))
+    _same(compare_values(outs, on_gpu, policy, budget), whole)

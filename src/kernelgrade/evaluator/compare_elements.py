@@ -240,7 +240,8 @@ class ChunkedElements:
         return Worst(worst.count, worst.index, float(self._part(start).bound(factor)[worst.index - start]))
 
     def values_at(self, index: int) -> Values:
-        out, ref, oracle = (None if t is None else t[index:index + 1] for t in self.flat)
+        # Moved together: the output may be held on the host while its reference is on the device.
+        out, ref, oracle = (None if t is None else t[index:index + 1].to(self.device) for t in self.flat)
         assert out is not None and ref is not None
         return WholeElements(out, ref, oracle).values_at(0)
 
