@@ -45,6 +45,7 @@ class Case:
     # "data_dir_files": {RELATIVE_PATH: TEXT} in the data dir holding the work root (hidden from children
     # as the service hides its own), "cache_files": {RELATIVE_PATH: TEXT} in the compile cache,
     # "sandbox_memory_mib": a memory cap small enough to be reached within the test's call deadline,
+    # "sandbox_file_mib": a file-size limit (RLIMIT_FSIZE) below the outputs' size,
     # and "limits": {FIELD: SECONDS} replacing fields of the tests' Limits, for a case that runs to a limit.
     setup: dict[str, Any] = field(default_factory=dict)
 
@@ -135,6 +136,8 @@ def _check(case: Case, result: EvalResult) -> None:
 def _launcher(case: Case, data_dir: Path) -> Launcher:
     memory_mib = case.setup.get("sandbox_memory_mib")
     chosen: dict[str, Any] = {"memory_bytes": int(memory_mib) * 1024 * 1024} if memory_mib else {}
+    if case.setup.get("sandbox_file_mib"):
+        chosen["file_bytes"] = int(case.setup["sandbox_file_mib"]) * 1024 * 1024
     if case.setup.get("data_dir_files"):
         # The service hides its data dir (database, other jobs' files) from every child; so does this case.
         _plant(case.setup["data_dir_files"], data_dir)

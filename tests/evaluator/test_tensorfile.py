@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,3 +87,70 @@ def test_a_header_promising_more_than_the_file_holds_is_refused(tmp_path: Path) 
         f.truncate(os.path.getsize(path) - 4)
     with pytest.raises(tensorfile.TensorFileError, match=r"does not match|too short"):
         tensorfile.load(path)
+
+
+def test_a_file_over_the_part_size_is_written_as_parts_and_read_back_whole(tmp_path: Path) -> None:
+    values = [torch.randn(1000, 37), 3, [torch.arange(777)], torch.randn(5).double()]
+    path = tmp_path / "out.kgt"
+    tensorfile.save(path, values, part_bytes=4096)
+    sizes = [tensorfile.part_path(path, i).stat().st_size for i in range(40)
+             if tensorfile.part_path(path, i).exists()]
+    assert len(sizes) > 30 and max(sizes) <= 4096
+    back = tensorfile.load(path)
+    assert torch.equal(back[0], values[0]) and back[1] == 3
+    assert torch.equal(back[2][0], values[2][0]) and torch.equal(back[3], values[3])
+
+
+def test_a_smaller_file_removes_the_parts_of_a_larger_one(tmp_path: Path) -> None:
+    path = tmp_path / "out.kgt"
+    tensorfile.save(path, [torch.randn(4096)], part_bytes=4096)
+    assert tensorfile.part_path(path, 3).exists()
+    tensorfile.save(path, [torch.ones(2)], part_bytes=4096)
+    assert not tensorfile.part_path(path, 1).exists()
+    assert torch.equal(tensorfile.load(path)[0], torch.ones(2))
+    tensorfile.remove(path)
+    assert not path.exists()
+
+
+def test_the_part_size_defaults_to_the_file_size_limit(tmp_path: Path) -> None:
+    """A child under a lowered RLIMIT_FSIZE writes parts under it instead of dying of SIGXFSZ/EFBIG."""
+    code = ("import resource, signal, sys, torch; from pathlib import Path;"
+            "from kernelgrade.evaluator.wire import tensorfile;"
+            "signal.signal(signal.SIGXFSZ, signal.SIG_IGN);"
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (65536, resource.RLIM_INFINITY));"
+            "tensorfile.save(Path(sys.argv[1]), [torch.arange(100_000, dtype=torch.float32)])")
+    path = tmp_path / "out.kgt"
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True, env=os.environ)
+    assert path.stat().st_size == 65536 and tensorfile.part_path(path, 6).exists()
+    assert torch.equal(tensorfile.load(path)[0], torch.arange(100_000, dtype=torch.float32))
+
+
+def test_a_part_that_is_a_link_or_missing_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "out.kgt"
+    tensorfile.save(path, [torch.randn(4096)], part_bytes=4096)
+    victim = tmp_path / "victim"
+    victim.write_bytes(tensorfile.part_path(path, 2).read_bytes())
+    tensorfile.part_path(path, 2).unlink()
+    tensorfile.part_path(path, 2).symlink_to(victim)
+    with pytest.raises(tensorfile.TensorFileError, match="not a regular file"):
+        tensorfile.load(path)
+    tensorfile.part_path(path, 2).unlink()  # the stream now ends at part 1: shorter than the header says
+    with pytest.raises(tensorfile.TensorFileError, match=r"does not match|too short"):
+        tensorfile.load(path)
+
+
+def test_a_writer_needing_too_many_parts_fails_before_writing(tmp_path: Path) -> None:
+    with pytest.raises(tensorfile.TensorFileError, match="parts"):
+        tensorfile.save(tmp_path / "x.kgt", [torch.zeros(tensorfile.MAX_PARTS * 64)], part_bytes=64)
+    assert not (tmp_path / "x.kgt").exists()
+
+
+def test_parts_larger_in_all_than_the_reader_expects_are_refused_before_reading(tmp_path: Path) -> None:
+    """A child could plant gigabytes of parts; the judge knows how large the outputs it checked can be."""
+    path = tmp_path / "out.kgt"
+    tensorfile.save(path, [torch.ones(1000)], part_bytes=1024)
+    assert torch.equal(tensorfile.load(path, max_bytes=8 + 4096 + 4000)[0], torch.ones(1000))
+    tensorfile.part_path(path, 9).write_bytes(b"\0" * 100)  # not consecutive: never part of the stream
+    tensorfile.part_path(path, 4).write_bytes(b"\0" * 5000)
+    with pytest.raises(tensorfile.TensorFileError, match="more than"):
+        tensorfile.load(path, max_bytes=8 + 4096 + 4000)

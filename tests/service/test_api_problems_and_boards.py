@@ -7,8 +7,13 @@ import math
 import httpx
 import pytest
 
+from kernelgrade.service.device_memory import GiB
 from kernelgrade.storage.database import Database
+from kernelgrade.storage.problems import latest_problem, set_input_shapes
+from kernelgrade.storage.records import ProblemMemoryNeed
 from kernelgrade.storage.submissions import get_submission
+from kernelgrade.worker.input_shapes import fill_missing_shapes
+from tests.service.conftest import add_builtin
 from tests.service.sources import variant
 from tests.storage.builders import grade
 
@@ -40,6 +45,27 @@ def test_problems_are_listed_and_shown(api: httpx.Client) -> None:
     shown = api.get("/v1/problems/add_relu").json()
     assert shown["device"] == "cpu" and shown["precision"] == "fp32" and "class Model" in shown["source"]
     assert shown["flops"] == 2 * 1024 * 1024 and shown["precision_description"].startswith("fp32")
+
+
+def test_a_problem_shows_its_memory_and_the_device_classes_it_cannot_fit(api: httpx.Client,
+                                                                       database: Database) -> None:
+    assert api.get("/v1/problems/add_relu").json()["memory"] is None
+    add_builtin(database, "relu")
+    assert fill_missing_shapes(database) == 2
+    cpu = api.get("/v1/problems/add_relu").json()["memory"]
+    assert cpu["inputs_bytes"] == 2 * 1024 * 1024 * 4 and cpu["devices"] == []
+    relu = api.get("/v1/problems/relu").json()["memory"]
+    assert relu["least_bytes"] < relu["bytes"] and {d["device_class"] for d in relu["devices"]} >= {"cuda-h100"}
+    huge = ProblemMemoryNeed(inputs=100 * GiB, weights=0, outputs=2 * GiB, oracle=1, comparison=1,
+                             total=102 * GiB + 2, least=102 * GiB + 1)
+    with database.session() as session:
+        problem = latest_problem(session, "relu")
+        assert problem is not None
+        set_input_shapes(session, problem.id, ("float32[1]",), huge)
+    fits = {d["device_class"]: d["fits"] for d in api.get("/v1/problems/relu").json()["memory"]["devices"]}
+    assert fits["cuda-h100"] is False and fits["cuda-h200"] is True
+    page = api.get("/problems/relu").text
+    assert "cuda-h100 (78 GiB):" in page and "does not fit" in page
 
 
 def test_uploading_a_problem_is_idempotent_and_a_change_is_a_new_version(api: httpx.Client) -> None:

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from kernelgrade.storage.database import Database
-from kernelgrade.storage.problems import latest_problem, list_latest_problems, problem_version, upsert_problem
+from kernelgrade.storage.problems import (
+    latest_problem,
+    list_latest_problems,
+    problem_version,
+    problems_without_shapes,
+    set_input_shapes,
+    upsert_problem,
+)
+from kernelgrade.storage.records import ProblemMemoryNeed
 from tests.storage.builders import PROBLEM_SOURCE, new_problem
 
 
@@ -40,3 +48,18 @@ def test_listing_filters_by_suite_and_keeps_metadata(database: Database) -> None
     assert [p.name for p in cpu] == ["a"]
     assert {p.name for p in everything} == {"a", "b"}
     assert cpu[0].meta.tags == ("x",) and cpu[0].meta.flops == 2e6 and cpu[0].meta.input_shapes is None
+
+
+def test_memory_is_kept_with_the_shapes_and_a_note_counts_as_looked_at(database: Database) -> None:
+    need = ProblemMemoryNeed(inputs=1, weights=2, outputs=3, oracle=4, comparison=5, total=15, least=10)
+    with database.session() as session:
+        a = upsert_problem(session, new_problem("a")).problem
+        b = upsert_problem(session, new_problem("b")).problem
+        assert {p.name for p in problems_without_shapes(session)} == {"a", "b"}
+        set_input_shapes(session, a.id, ("float32[2]",), need)
+        set_input_shapes(session, b.id, (), None, "not estimated")
+        assert problems_without_shapes(session) == []
+        shown = latest_problem(session, "a")
+        noted = latest_problem(session, "b")
+    assert shown is not None and shown.meta.memory == need and shown.meta.input_shapes == ("float32[2]",)
+    assert noted is not None and noted.meta.memory is None and noted.meta.memory_note == "not estimated"

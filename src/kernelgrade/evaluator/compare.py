@@ -15,6 +15,15 @@ from typing import Any
 
 import torch
 
+from kernelgrade.evaluator.compare_elements import (
+    ChunkedElements,
+    Elements,
+    WholeElements,
+    device_free_bytes,
+    host_free_bytes,
+    relative_frobenius,
+)
+from kernelgrade.evaluator.compare_memory import MemoryBudget, bytes_per_element, plan_chunks
 from kernelgrade.evaluator.request import PrecisionKind, PrecisionPolicy
 from kernelgrade.evaluator.rounding import Rounding
 from kernelgrade.evaluator.wire.tensorfile import dtype_name
@@ -64,6 +73,9 @@ class Comparison:
     reference_error_vs_oracle: float | None = None
 
 
+__all__ = ["Comparison", "Expected", "OutputMeta", "RoundedOutputs", "check_structure", "compare_values",
+           "flatten_outputs", "relative_frobenius"]
+
 RoundedOutputs = Callable[[Rounding], list[torch.Tensor]]
 
 
@@ -106,13 +118,15 @@ def check_structure(metas: Sequence[OutputMeta], refs: Sequence[torch.Tensor], d
     return None
 
 
-def compare_values(outs: Sequence[torch.Tensor], expected: Expected, policy: PrecisionPolicy) -> Comparison:
-    """Compare every output; the first failure wins, else the worst errors are reported."""
+def compare_values(outs: Sequence[torch.Tensor], expected: Expected, policy: PrecisionPolicy,
+                   budget: MemoryBudget | None = None) -> Comparison:
+    """Compare every output; the first failure wins, else the worst errors are reported. An output whose
+    comparison would not fit the memory free on its device (compare_memory.py) is compared in chunks."""
     worst: Comparison | None = None
     refs = expected.refs
     for i, (out, ref) in enumerate(zip(outs, refs, strict=True)):
         where = f"output {i}" if len(refs) > 1 else "the output"
-        result = _compare_one(out, ref, _OracleView.of(expected, i), policy, where)
+        result = _compare_one(out, ref, _OracleView.of(expected, i), policy, where, budget or MemoryBudget())
         if not result.passed:
             return result
         worst = result if worst is None else _worse(worst, result)
@@ -131,50 +145,50 @@ class _OracleView:
     def of(cls, expected: Expected, index: int) -> _OracleView | None:
         if expected.oracles is None:
             return None
-        return cls(expected.oracles[index].double(), expected.rounded, index)
+        return cls(expected.oracles[index], expected.rounded, index)
 
     def emulated(self, rounding: Rounding) -> torch.Tensor | None:
-        return None if self.rounded is None else self.rounded(rounding)[self.index].double()
+        """As computed, in the reference's dtype: the comparison widens it (chunk by chunk, where chunked)."""
+        return None if self.rounded is None else self.rounded(rounding)[self.index]
 
 
 def _compare_one(out: torch.Tensor, ref: torch.Tensor, oracle: _OracleView | None,
-                 policy: PrecisionPolicy, where: str) -> Comparison:
+                 policy: PrecisionPolicy, where: str, budget: MemoryBudget) -> Comparison:
     if not (ref.is_floating_point() or ref.is_complex()):
-        same = torch.equal(out, ref)
+        same = torch.equal(out.to(ref.device), ref)
         return Comparison(same, "ok" if same else "values", "" if same else f"{where} differs from the reference")
-    o, r = out.double(), ref.double()
-    bad_out, bad_ref = ~torch.isfinite(o), ~torch.isfinite(r)
-    if bool((bad_out & ~bad_ref).any()):
-        count = int((bad_out & ~bad_ref).sum())
+    uses_oracle = oracle is not None and policy.kind is not PrecisionKind.TOLERANCE
+    elements = _elements(out, ref, oracle.oracle if uses_oracle and oracle else None, budget)
+    count = elements.nonfinite()
+    if count:
         return _fail("nan_or_inf", f"{where} has {count} NaN/Inf values where the reference is finite")
-    finite = ~bad_ref
-    # Where the reference is NaN/Inf any value passes; elsewhere the candidate's value is compared.
-    o, r = o.where(finite, 0.0), r.where(finite, 0.0)
-    errors = _errors_vs_reference(o, r)
-    if oracle is None or policy.kind is PrecisionKind.TOLERANCE:
-        return _tolerance_check(o, r, policy, where, errors)
-    return _OracleCheck(o, r, oracle.oracle.where(finite, 0.0), policy, where, errors).run(oracle)
+    errors = elements.errors_vs_reference()
+    if oracle is None or not uses_oracle:
+        return _tolerance_check(elements, policy, where, errors)
+    return _OracleCheck(elements, policy, where, errors).run(oracle)
 
 
-def _errors_vs_reference(o: torch.Tensor, r: torch.Tensor) -> dict[str, float]:
-    diff = (o - r).abs()
-    max_abs = float(diff.max()) if diff.numel() else 0.0
-    max_rel = float((diff / r.abs().clamp_min(1e-12)).max()) if diff.numel() else 0.0
-    return {"max_abs_error": max_abs, "max_rel_error": max_rel, "rel_error_vs_reference": relative_frobenius(o, r)}
+def _elements(out: torch.Tensor, ref: torch.Tensor, oracle: torch.Tensor | None, budget: MemoryBudget) -> Elements:
+    """The whole tensors where the comparison fits the memory free on their device, else chunks of them."""
+    per_element = bytes_per_element(exact=False, has_oracle=oracle is not None)
+    plan = plan_chunks(out.numel(), per_element, device_free_bytes(ref.device, budget), host_free_bytes(budget),
+                       budget.min_chunk)
+    if ref.is_complex() or (plan.whole and out.device == ref.device):
+        # Complex outputs are rare and small; their comparison has no chunked form.
+        return WholeElements(out.to(ref.device), ref, oracle)
+    return ChunkedElements(out, ref, oracle, plan)
 
 
-def _tolerance_check(o: torch.Tensor, r: torch.Tensor, policy: PrecisionPolicy, where: str,
-                     errors: dict[str, float]) -> Comparison:
+def _tolerance_check(elements: Elements, policy: PrecisionPolicy, where: str, errors: dict[str, float]) -> Comparison:
     """KernelBench's rule, |out - ref| <= atol + rtol * |ref| against the fp32 reference, for problems that
     ask for it (and for outputs that have no float64 oracle)."""
-    diff = (o - r).abs()
-    mismatched = diff > policy.atol + policy.rtol * r.abs()
-    if not bool(mismatched.any()):
+    worst = elements.tolerance_over(policy.atol, policy.rtol)
+    if worst is None:
         return Comparison(True, "ok", "", **errors)
-    count, worst = int(mismatched.sum()), int(torch.argmax(diff - policy.rtol * r.abs()))
-    message = (f"{where}: {count} of {mismatched.numel()} values differ from the reference by more than"
+    got = elements.values_at(worst.index)
+    message = (f"{where}: {worst.count} of {elements.numel} values differ from the reference by more than"
                f" atol={policy.atol:g} + rtol={policy.rtol:g} x |reference| (the problem's tolerance); the largest"
-               f" is at {_position(worst, o.shape)}: {_got(o, r, worst, 'the reference')}")
+               f" is at {_position(worst.index, elements.shape)}: {_got(got.out, got.ref, 'the reference')}")
     return Comparison(False, "values", message, **errors)
 
 
@@ -182,15 +196,9 @@ class _OracleCheck:
     """The fp32 and tf32 policies: relative Frobenius error against the float64 oracle within a limit, and
     every element within a bound that scales with the output's magnitude (docs/grading.md)."""
 
-    def __init__(self, o: torch.Tensor, r: torch.Tensor, oracle: torch.Tensor, policy: PrecisionPolicy,
-                 where: str, errors: dict[str, float]) -> None:
-        self.o, self.oracle, self.policy, self.where = o, oracle, policy, where
-        self.vs_oracle = relative_frobenius(o, oracle)
-        self.ref_vs_oracle = relative_frobenius(r, oracle)
-        self.diff = (o - oracle).abs()
-        # The absolute part of the elementwise bound: outputs near zero in a large sum carry the rounding
-        # error of the sum's terms, which scales with the output's typical size, not with their own.
-        self.scale = oracle.abs().add(_rms(oracle))
+    def __init__(self, elements: Elements, policy: PrecisionPolicy, where: str, errors: dict[str, float]) -> None:
+        self.elements, self.policy, self.where = elements, policy, where
+        self.vs_oracle, self.ref_vs_oracle = elements.oracle_errors()
         self.errors = {**errors, "rel_error_vs_oracle": self.vs_oracle,
                        "reference_error_vs_oracle": self.ref_vs_oracle}
 
@@ -199,7 +207,7 @@ class _OracleCheck:
         tf32_error: float | None = None
         if not self._within(limit) and self.policy.kind is PrecisionKind.FP32:
             tf32 = view.emulated(Rounding.TF32)
-            tf32_error = None if tf32 is None else relative_frobenius(tf32, self.oracle)
+            tf32_error = None if tf32 is None else self.elements.emulated_vs_oracle(tf32)
             limit = max(limit, (tf32_error or 0.0) / self.policy.tf32_margin)
         if not self._within(limit):
             return self._failure(limit, tf32_error, view)
@@ -216,24 +224,20 @@ class _OracleCheck:
 
     def _within(self, limit: float) -> bool:
         return (math.isfinite(self.vs_oracle) and self.vs_oracle <= limit
-                and not bool((self.diff > self._bound(limit)).any()))
-
-    def _bound(self, limit: float) -> torch.Tensor:
-        return self.scale * (self.policy.elementwise_factor * limit)
+                and not self.elements.exceeds(self.policy.elementwise_factor * limit))
 
     def _failure(self, limit: float, tf32_error: float | None, view: _OracleView) -> Comparison:
-        bound = self._bound(limit)
-        over = self.diff > bound
-        worst = int(torch.argmax(self.diff / bound.clamp_min(torch.finfo(torch.float64).tiny)))
-        where, count = self.where, int(over.sum())
+        worst = self.elements.over(self.policy.elementwise_factor * limit)
+        where, count, at = self.where, worst.count, _position(worst.index, self.elements.shape)
         allowed = "fp32 rounding" if self.policy.kind is PrecisionKind.FP32 else "the tf32 policy"
+        got = self.elements.values_at(worst.index)
         if count:
-            what = (f"{where}: {count} of {over.numel()} values differ from the float64 result by more than"
-                    f" {allowed} allows (largest at {_position(worst, self.o.shape)}: {self._got(worst)};"
-                    f" allowed there {float(bound.reshape(-1)[worst]):.2g})")
+            what = (f"{where}: {count} of {self.elements.numel} values differ from the float64 result by more than"
+                    f" {allowed} allows (largest at {at}: {_got(got.out, got.oracle, 'float64')};"
+                    f" allowed there {worst.bound:.2g})")
         else:
             what = (f"{where}: its relative error against the float64 result is more than {allowed} allows"
-                    f" (largest difference at {_position(worst, self.o.shape)}: {self._got(worst)})")
+                    f" (largest difference at {at}: {_got(got.out, got.oracle, 'float64')})")
         summary = self._summary(limit, tf32_error)
         matched = self._matched_format(view)
         if matched is None:
@@ -251,9 +255,6 @@ class _OracleCheck:
                           f" ({distance:.2g} from it): the kernel computes at that precision, which this problem"
                           " does not allow.", **self.errors)
 
-    def _got(self, index: int) -> str:
-        return _got(self.o, self.oracle, index, "float64")
-
     def _summary(self, limit: float, tf32_error: float | None) -> str:
         ratio = self.vs_oracle / self.ref_vs_oracle if self.ref_vs_oracle > 0 else math.inf
         times = "more than" if not math.isfinite(ratio) else f"{ratio:,.0f}x" if ratio >= 100 else f"{ratio:.2g}x"
@@ -268,16 +269,13 @@ class _OracleCheck:
         distance from that emulation; None if it matches none."""
         for rounding in FORBIDDEN.get(self.policy.kind, ()):
             emulated = view.emulated(rounding)
-            if emulated is None or relative_frobenius(emulated, self.oracle) < EMULATION_DISTINCT * self.ref_vs_oracle:
+            if emulated is None or (self.elements.emulated_vs_oracle(emulated)
+                                    < EMULATION_DISTINCT * self.ref_vs_oracle):
                 continue
-            distance = relative_frobenius(self.o, emulated)
+            distance = self.elements.out_vs(emulated)
             if distance <= EMULATION_MATCH * self.vs_oracle:
                 return rounding, distance
         return None
-
-
-def _rms(t: torch.Tensor) -> float:
-    return float(torch.linalg.vector_norm(t)) / math.sqrt(t.numel()) if t.numel() else 0.0
 
 
 def _position(flat: int, shape: torch.Size) -> str:
@@ -288,16 +286,8 @@ def _position(flat: int, shape: torch.Size) -> str:
     return f"index {tuple(reversed(index))}" if index else "the scalar"
 
 
-def _got(o: torch.Tensor, expected: torch.Tensor, index: int, source: str) -> str:
-    got, want = float(o.reshape(-1)[index]), float(expected.reshape(-1)[index])
+def _got(got: float, want: float, source: str) -> str:
     return f"{got:.7g} where {source} gives {want:.7g}, off by {abs(got - want):.3g}"
-
-
-def relative_frobenius(a: torch.Tensor, b: torch.Tensor) -> float:
-    """||a - b|| / ||b||, with ||b|| = 0 handled as an absolute error."""
-    num = float(torch.linalg.vector_norm((a - b).double()))
-    den = float(torch.linalg.vector_norm(b.double()))
-    return num / den if den > 0 else num
 
 
 def _worse(a: Comparison, b: Comparison) -> Comparison:

@@ -222,12 +222,34 @@ class ProblemSummaryOut(BaseModel):
     tags: list[str]
 
 
+class DeviceFitOut(BaseModel):
+    device_class: str
+    memory_bytes: int
+    fits: bool  # least_bytes fits the device class's memory
+
+
+class ProblemMemoryOut(BaseModel):
+    """Bytes one trial holds on the judge's device, estimated from the reference run on torch's meta device
+    (intermediate activations inside forward() not counted)."""
+
+    bytes: int  # everything at once, the comparison unchunked
+    least_bytes: int  # what must fit at once: the comparison is chunked where its temporaries do not fit
+    inputs_bytes: int
+    weights_bytes: int  # fp32 and the oracle's float64 copy
+    outputs_bytes: int  # the reference's and the candidate's
+    oracle_bytes: int  # float64 inputs and outputs
+    comparison_bytes: int
+    devices: list[DeviceFitOut]  # empty for CPU problems
+
+
 class ProblemOut(ProblemSummaryOut):
     description: str
     precision_description: str
     atol: float
     rtol: float
     input_shapes: list[str] | None
+    memory: ProblemMemoryOut | None  # None until a worker has looked, or where memory_note says why not
+    memory_note: str
     source: str
     created_at: datetime
 

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.models import ProblemRow
-from kernelgrade.storage.records import NewProblem, ProblemMeta, ProblemRecord, UpsertOutcome
+from kernelgrade.storage.records import NewProblem, ProblemMemoryNeed, ProblemMeta, ProblemRecord, UpsertOutcome
 
 
 def upsert_problem(session: Session, new: NewProblem, now: datetime | None = None) -> UpsertOutcome:
@@ -79,15 +79,19 @@ def list_latest_problems(session: Session, suite: str | None = None) -> list[Pro
 
 
 def problems_without_shapes(session: Session, limit: int = 20) -> list[ProblemRecord]:
+    """Latest problems whose input shapes or memory no worker has looked at yet."""
     rows = session.scalars(select(ProblemRow).where(ProblemRow.is_latest).order_by(ProblemRow.id))
-    missing = [problem_record(row) for row in rows if row.meta.get("input_shapes") is None]
+    missing = [problem_record(row) for row in rows if row.meta.get("input_shapes") is None
+               or (row.meta.get("memory") is None and not row.meta.get("memory_note"))]
     return missing[:limit]
 
 
-def set_input_shapes(session: Session, problem_id: int, shapes: tuple[str, ...]) -> None:
+def set_input_shapes(session: Session, problem_id: int, shapes: tuple[str, ...],
+                     memory: ProblemMemoryNeed | None = None, memory_note: str = "") -> None:
     row = session.get(ProblemRow, problem_id)
     if row is not None:
-        row.meta = {**row.meta, "input_shapes": list(shapes)}
+        row.meta = {**row.meta, "input_shapes": list(shapes),
+                    "memory": None if memory is None else dataclasses.asdict(memory), "memory_note": memory_note}
 
 
 def problem_record(row: ProblemRow) -> ProblemRecord:
@@ -109,4 +113,6 @@ def meta_from_json(data: dict[str, Any]) -> ProblemMeta:
     values["tags"] = tuple(values.get("tags") or ())
     shapes = values.get("input_shapes")
     values["input_shapes"] = None if shapes is None else tuple(shapes)
+    memory = values.get("memory")
+    values["memory"] = ProblemMemoryNeed(**memory) if isinstance(memory, dict) else None
     return ProblemMeta(**values)

@@ -32,6 +32,20 @@ class Role(StrEnum):
 
 
 @dataclass(frozen=True)
+class ProblemMemoryNeed:
+    """Bytes one trial of a problem holds on the judge's device (evaluator/problem_memory.py): `least` must
+    fit at once, `total` adds the comparison's temporaries, which the judge chunks where they do not fit."""
+
+    inputs: int
+    weights: int
+    outputs: int
+    oracle: int
+    comparison: int
+    total: int
+    least: int
+
+
+@dataclass(frozen=True)
 class ProblemMeta:
     precision: str
     precision_description: str
@@ -43,6 +57,10 @@ class ProblemMeta:
     description: str = ""
     # e.g. ("float32[1024, 1024]", "float32[1024, 1024]"); None until a worker has looked.
     input_shapes: tuple[str, ...] | None = None
+    # Found with the input shapes; None until then, or where the reference does not run on torch's meta
+    # device, which `memory_note` then says.
+    memory: ProblemMemoryNeed | None = None
+    memory_note: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""A problem's input shapes for GET /v1/problems/{name}, found cheaply: get_inputs() runs with torch's
-default device set to `meta`, so tensors have shapes and dtypes but no memory and no compute."""
+"""A problem's input shapes and memory for GET /v1/problems/{name}, found cheaply: get_inputs() (and for the
+memory, the reference) runs with torch's default device set to `meta`, so tensors have shapes and dtypes but
+no memory and no compute."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.problems import problems_without_shapes, set_input_shapes
-from kernelgrade.storage.records import ProblemRecord
+from kernelgrade.storage.records import ProblemMemoryNeed, ProblemRecord
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,17 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"[:80]
 
 
+def memory_need(problem: ProblemRecord) -> ProblemMemoryNeed:
+    from kernelgrade.evaluator.problem_memory import estimate
+
+    found = estimate(problem.source, problem.name)
+    return ProblemMemoryNeed(inputs=found.inputs, weights=found.weights, outputs=found.outputs, oracle=found.oracle,
+                             comparison=found.comparison, total=found.total, least=found.least)
+
+
 def fill_missing_shapes(database: Database, limit: int = 100) -> int:
-    """Describe problems that have no shapes yet; a problem whose get_inputs fails on `meta` gets ()."""
+    """Describe problems that have no shapes or memory yet; a problem whose get_inputs fails on `meta` gets
+    (), one whose reference fails there a note instead of its memory."""
     with database.session() as session:
         missing = problems_without_shapes(session, limit)
     for problem in missing:
@@ -43,6 +53,15 @@ def fill_missing_shapes(database: Database, limit: int = 100) -> int:
         except Exception as exc:  # a problem's own code failing on meta tensors only loses the shapes
             log.info("no input shapes for %s: %s: %s", problem.name, type(exc).__name__, exc)
             shapes = ()
+        memory, note = _memory(problem)
         with database.session() as session:
-            set_input_shapes(session, problem.id, shapes)
+            set_input_shapes(session, problem.id, shapes, memory, note)
     return len(missing)
+
+
+def _memory(problem: ProblemRecord) -> tuple[ProblemMemoryNeed | None, str]:
+    try:
+        return memory_need(problem), ""
+    except Exception as exc:  # the reference's own code failing on meta tensors only loses the estimate
+        log.info("no memory estimate for %s: %s: %s", problem.name, type(exc).__name__, exc)
+        return None, f"not estimated: the reference does not run on torch's meta device ({type(exc).__name__})"

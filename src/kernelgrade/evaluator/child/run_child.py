@@ -382,7 +382,12 @@ class Harness:
         replaced = (self.guard.rebound() if self.guard else []) + self.tampered_state
         return Integrity(replaced_functions=tuple(replaced), precision_flags_changed=tuple(changed),
                          extra_threads=max(0, os_threads() - self.threads_before), torch_modes=tuple(active_modes()),
-                         l2_limit_bytes=self._l2_changed(), extensions=self.extensions.report())
+                         l2_limit_bytes=self._l2_changed(), extensions=self.extensions.report(),
+                         peak_device_bytes=_peak_bytes(self.device))
+
+
+def _peak_bytes(device: torch.device) -> int:
+    return int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else 0
 
 
 def _prewarm(device: torch.device) -> None:

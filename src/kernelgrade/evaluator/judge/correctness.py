@@ -5,6 +5,7 @@ Inputs go to the child as a file and outputs come back as one; the expected valu
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,9 +14,10 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator.compare import Comparison, Expected, check_structure, compare_values
+from kernelgrade.evaluator.compare_elements import device_free_bytes
+from kernelgrade.evaluator.compare_memory import USABLE_SHARE, MemoryBudget
 from kernelgrade.evaluator.host.reference import Reference, TrialData, derive_seed
 from kernelgrade.evaluator.host.session import RunSession
-from kernelgrade.evaluator.integrity.crosscheck import integrity_findings
 from kernelgrade.evaluator.judge.job import Job, on_device
 from kernelgrade.evaluator.judge.outcome import Verdicted
 from kernelgrade.evaluator.judge.record import Record
@@ -100,20 +102,42 @@ def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahea
                              job.request.limits.call_s, settle_s(ahead.reference.forward_s))
     inputs_path.unlink(missing_ok=True)
     with job.timed("correctness:judge"):
-        outs = tensorfile.load(outputs_path, job.device)
-        _judge_call(job, record, trial, reply, _mutated(data, reply), outs, data.expected)
+        try:
+            _judge_call(job, record, trial, reply, _mutated(data, reply), data.expected,
+                        lambda: _read_outputs(outputs_path, job.device, data.expected.refs))
+        finally:
+            tensorfile.remove(outputs_path)
     return reply.integrity
 
 
-def _judge_call(job: Job, record: Record, trial: Trial, reply: CallReply, mutated: list[int], outs: list[Any],
-                expected: Expected) -> None:
-    record.note(integrity_findings(reply.integrity))
+def _read_outputs(path: Path, device: torch.device, refs: Sequence[torch.Tensor]) -> list[Any] | Comparison:
+    """The outputs the child wrote, read once their structure matched the reference's: a file larger than
+    those outputs and the largest header, or one that cannot be read, is not what the harness writes."""
+    limit = sum(r.numel() * r.element_size() for r in refs) + 8 + tensorfile.MAX_HEADER_BYTES
+    try:
+        return tensorfile.load(path, _outputs_device(device, refs), max_bytes=limit)
+    except tensorfile.TensorFileError as exc:
+        return Comparison(False, "output_unreadable", f"the output file the harness wrote could not be read: {exc}")
+
+
+def _outputs_device(device: torch.device, refs: Sequence[torch.Tensor]) -> torch.device:
+    """The judge's device where the outputs fit in what is free there beside the comparison's chunks, else
+    the host: the comparison then moves them to the device a chunk at a time (compare_memory.py)."""
+    needed = sum(r.numel() * r.element_size() for r in refs)
+    free = device_free_bytes(device, MemoryBudget())
+    return device if needed <= free * USABLE_SHARE else torch.device("cpu")
+
+
+def _judge_call(job: Job, record: Record, trial: Trial, reply: CallReply, mutated: list[int], expected: Expected,
+                read: Callable[[], list[Any] | Comparison]) -> None:
+    record.note(record.child_reported(reply.integrity))
     if reply.changed_after_return:
         record.add(Finding("output_changed_after_return", Severity.FLAG,
             "the output kept changing after forward() returned: it was still being written by work the"
             " harness did not wait for (another stream, a thread or process, or a batched future call)."))
-    structure = _structure_failure(reply, list(expected.refs), mutated, job.device.type)
-    comparison = structure or compare_values(outs, expected, job.request.problem.precision)
+    comparison = _structure_failure(reply, list(expected.refs), mutated, job.device.type) or read()
+    if not isinstance(comparison, Comparison):
+        comparison = compare_values(comparison, expected, job.request.problem.precision)
     record.trials.append(TrialResult(trial.index, trial.secret, comparison.passed, comparison.message,
                                      comparison.max_abs_error, comparison.max_rel_error,
                                      comparison.rel_error_vs_reference, comparison.rel_error_vs_oracle,

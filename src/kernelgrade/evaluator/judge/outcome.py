@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import traceback
 
+import torch
+
 from kernelgrade.evaluator.host import environment
 from kernelgrade.evaluator.judge import compiled_baseline
 from kernelgrade.evaluator.judge.job import Job
@@ -84,4 +86,19 @@ def build_result(job: Job, record: Record, verdict: Verdict, failure: Failure | 
         compiled_baseline=record.compiled_baseline, compiled_baseline_reused=record.compiled_baseline_reused,
         speedup_vs_compiled=(compiled_baseline.speedup_against(record.compiled_baseline, record.candidate_timing)
                              if timed else None),
+        extra=peak_memory(job.device, record),
     )
+
+
+def peak_memory(device: torch.device, record: Record) -> tuple[tuple[str, str], ...]:
+    """The judge's and the child's peak device memory, for operators sizing problems against devices: the
+    judge's since reset_peak_memory() at the evaluation's start (one judge per device, so its own)."""
+    if device.type != "cuda":
+        return ()
+    return (("judge_peak_device_bytes", str(torch.cuda.max_memory_allocated(device))),
+            ("child_peak_device_bytes", str(record.child_peak_bytes)))
+
+
+def reset_peak_memory(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)

@@ -30,7 +30,14 @@ from kernelgrade.evaluator.judge.compiled_baseline import BaselineJob
 from kernelgrade.evaluator.judge.correctness import check_correctness
 from kernelgrade.evaluator.judge.job import Job, SubmissionFiles, on_device
 from kernelgrade.evaluator.judge.load import load_model
-from kernelgrade.evaluator.judge.outcome import Verdicted, build_result, completed, ended_early, grader_error
+from kernelgrade.evaluator.judge.outcome import (
+    Verdicted,
+    build_result,
+    completed,
+    ended_early,
+    grader_error,
+    reset_peak_memory,
+)
 from kernelgrade.evaluator.judge.progress import ProgressFn
 from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.judge.timing_stage import TimingInputs, TimingSets, time_candidate
@@ -53,6 +60,7 @@ def evaluate(request: EvalRequest, launcher: Launcher | None = None, progress: P
     record = Record()
     try:
         with on_device(job.device):
+            reset_peak_memory(job.device)
             return _grade(job, record)
     except Exception:
         return grader_error(job, record)

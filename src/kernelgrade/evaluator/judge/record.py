@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kernelgrade.evaluator.integrity.crosscheck import integrity_findings
 from kernelgrade.evaluator.judge.compile import CompileOutcome
 from kernelgrade.evaluator.result import (
     CompiledBaseline,
@@ -15,6 +16,7 @@ from kernelgrade.evaluator.result import (
     TrialResult,
 )
 from kernelgrade.evaluator.roofline_floor import RooflineFloor
+from kernelgrade.evaluator.wire.replies import Integrity
 
 
 @dataclass
@@ -29,6 +31,7 @@ class Record:
     roofline: RooflineFloor | None = None
     compiled_baseline: CompiledBaseline | None = None
     compiled_baseline_reused: bool = False
+    child_peak_bytes: int = 0  # the most the run child reported having held on the device
 
     def add(self, finding: Finding) -> None:
         """One finding per code: a check that fires on every trial says so once."""
@@ -38,6 +41,11 @@ class Record:
     def note(self, findings: Iterable[Finding]) -> None:
         for finding in findings:
             self.add(finding)
+
+    def child_reported(self, integrity: Integrity) -> list[Finding]:
+        """The findings of a child's integrity report; its peak memory is kept on the way."""
+        self.child_peak_bytes = max(self.child_peak_bytes, integrity.peak_device_bytes)
+        return integrity_findings(integrity)
 
     def flags(self) -> list[Finding]:
         return [f for f in self.findings if f.severity is Severity.FLAG]

@@ -11,7 +11,6 @@ from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.compare import compare_values
 from kernelgrade.evaluator.host.reference import Reference, to_device
 from kernelgrade.evaluator.host.session import RunSession
-from kernelgrade.evaluator.integrity.crosscheck import integrity_findings
 from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.outcome import Verdicted
 from kernelgrade.evaluator.judge.record import Record
@@ -24,7 +23,7 @@ def recheck_timed_outputs(job: Job, record: Record, session: RunSession, referen
     # Into the work dir itself: a root judge's child runs as another uid and can write only there.
     folder = job.work_dir
     reply = session.timed_outputs(folder, job.request.limits.call_s)
-    record.note(integrity_findings(reply.integrity))
+    record.note(record.child_reported(reply.integrity))
     if reply.changed_after_return:
         record.add(Finding("timed_output_changed_after_return", Severity.FLAG,
             f"timed output(s) of rep(s) {', '.join(map(str, reply.changed_after_return[:8]))} changed after"
@@ -58,7 +57,9 @@ def _recheck(job: Job, reference: Reference, sets: list[list[Any]], folder: Path
 
 def _load_timed(path: Path) -> Any:
     try:
-        return tensorfile.load(path)
+        loaded = tensorfile.load(path)
+        tensorfile.remove(path)
+        return loaded
     except (OSError, tensorfile.TensorFileError) as exc:
         raise _wrong(f"a timed output the harness reported is missing or unreadable: {exc}") from None
 

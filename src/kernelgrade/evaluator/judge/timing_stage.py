@@ -25,7 +25,6 @@ from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.crosscheck import (
     ReferenceLoop,
     flush_corrected,
-    integrity_findings,
     roofline_findings,
     speedup_findings,
     timing_findings,
@@ -133,7 +132,7 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
     settle = settle_s(statistics.median(before.raw.wall_ms) / 1000.0)
     with job.timed("timing:candidate_warmup"):
         warmed = session.warmup(list(timed.paths), params, flush_bytes, limits.timing_s, settle)
-    record.note(integrity_findings(warmed))
+    record.note(record.child_reported(warmed))
     with job.timed("timing:candidate"):
         candidate = session.time(params, limits.timing_s)
     job.report(Stage.TIMING, "timing the reference again", 2, 3)

@@ -54,6 +54,9 @@ class SandboxOptions:
     # jobs), secrets. Each child still sees its own work dir and build dir inside them.
     hidden: tuple[Path, ...] = ()
     memory_bytes: int | None = None  # None: default_memory_bytes()
+    # A lower RLIMIT_FSIZE than each spec's own (ResourceLimits.file_bytes), for tests of outputs larger
+    # than a file may be. None: the spec's.
+    file_bytes: int | None = None
     processes: int | None = None  # None: default_processes()
     cgroup_root: Path | None = None  # a delegated cgroup v2 directory; None: find one
     use_cgroups: bool = True
@@ -108,8 +111,9 @@ def helper_argv(config: dict[str, object], argv: Sequence[str]) -> list[str]:
 
 def inner_config(who: Identity, spec: ChildSpec, options: SandboxOptions) -> dict[str, object]:
     limits = spec.limits
-    rlimits: dict[str, int | list[int]] = {"RLIMIT_NOFILE": limits.open_files, "RLIMIT_FSIZE": limits.file_bytes,
-                                           "RLIMIT_CORE": 0, "RLIMIT_NPROC": processes_for(spec, options)}
+    rlimits: dict[str, int | list[int]] = {"RLIMIT_NOFILE": limits.open_files,
+                                           "RLIMIT_FSIZE": file_bytes_for(spec, options), "RLIMIT_CORE": 0,
+                                           "RLIMIT_NPROC": processes_for(spec, options)}
     if limits.cpu_seconds is not None:
         # Soft below hard: the kernel sends SIGXCPU at the soft limit (a signal that names the cause) and
         # SIGKILL only at the hard one, which a soft limit equal to it would make the first and only signal.
@@ -122,6 +126,10 @@ def inner_config(who: Identity, spec: ChildSpec, options: SandboxOptions) -> dic
 
 def processes_for(spec: ChildSpec, options: SandboxOptions) -> int:
     return spec.limits.processes or options.processes or default_processes()
+
+
+def file_bytes_for(spec: ChildSpec, options: SandboxOptions) -> int:
+    return min(spec.limits.file_bytes, options.file_bytes or spec.limits.file_bytes)
 
 
 def memory_for(spec: ChildSpec, options: SandboxOptions) -> int:

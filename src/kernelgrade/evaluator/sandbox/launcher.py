@@ -33,9 +33,9 @@ class ResourceLimits:
     # A PyTorch CUDA process holds a few hundred descriptors (libraries, the driver, pipes); 4096 leaves
     # room for honest use and stops descriptor exhaustion from reaching the host's table.
     open_files: int = 4096
-    # Larger than any built extension or tensor file a child writes (one call's outputs: at most 2 GiB for
-    # the built-in problems, each timed output in a file of its own), small enough that one runaway write
-    # cannot fill the disk by itself.
+    # Larger than any built extension, small enough that one runaway write cannot fill the disk by itself.
+    # Tensor files larger than this are written as several parts, each under it (wire/tensorfile.py), so
+    # it bounds no output's size.
     file_bytes: int = 4 * GiB
     # Processes and threads (RLIMIT_NPROC and a pids cgroup where there is one). None: the launcher's default.
     processes: int | None = None

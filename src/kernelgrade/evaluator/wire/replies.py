@@ -39,6 +39,9 @@ class Integrity:
     torch_modes: tuple[str, ...] = ()
     l2_limit_bytes: int = 0  # a persisting-L2 set-aside the submission configured (0: none)
     extensions: Extensions = field(default_factory=Extensions)
+    # The child's peak device memory so far (torch's allocator; 0 on the CPU). A claim, recorded for the
+    # operator and never used for a verdict.
+    peak_device_bytes: int = 0
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,11 @@
 
 Layout: 8-byte little-endian header length, a JSON header, then the raw bytes of each tensor.
 The header describes a (possibly nested) list of values: tensors, and JSON scalars, lists and tuples.
+
+That byte stream may be cut into parts: `name`, then `name.part1`, `name.part2`, ... in the same directory,
+each no larger than the writer's file-size limit (RLIMIT_FSIZE in the sandbox), so that an output larger than
+the limit still crosses. The reader derives the part names from the one path it was given and reads them as
+one stream, so a child cannot make it open anything else.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import contextlib
 import ctypes
 import json
 import os
+import resource
 import stat
 import struct
 from collections.abc import Iterator, Sequence
@@ -44,6 +50,9 @@ _CHUNK_BYTES = 256 * 1024 * 1024
 # half of a correctness trial's time went to those copies). Larger ones are rare, and pinning gigabytes of host
 # memory for good costs more than it saves.
 PINNED_MAX_BYTES = 1 << 30
+# Bounds the files a reader opens for one tensor file. With the sandbox's 4 GiB parts that is 4 TiB, more than
+# any device holds; a writer under a limit so low that it would need more fails instead.
+MAX_PARTS = 1024
 
 
 class TensorFileError(Exception):
@@ -54,16 +63,82 @@ def dtype_name(dtype: torch.dtype) -> str:
     return _NAMES.get(dtype, str(dtype))
 
 
-def save(path: Path, values: Sequence[Any]) -> None:
+def part_path(path: Path, index: int) -> Path:
+    """The name of part `index` of the file at `path`: the path itself, then siblings named after it."""
+    return path if index == 0 else path.with_name(f"{path.name}.part{index}")
+
+
+def part_limit() -> int | None:
+    """The most bytes one file of this process may hold (its RLIMIT_FSIZE); None where there is no limit."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def save(path: Path, values: Sequence[Any], part_bytes: int | None = None) -> None:
+    """Write `values` to `path`, cut into parts of at most `part_bytes` (default: this process's file-size
+    limit) where they would not fit one file."""
     tensors: list[torch.Tensor] = []
     header = [_describe(v, tensors) for v in values]
     raw = json.dumps(header).encode()
-    with os.fdopen(_create_fresh(path), "wb") as f:
+    with _PartWriter(path, part_bytes or part_limit(), 8 + len(raw) + sum(_nbytes(t) for t in tensors)) as f:
         f.write(struct.pack("<Q", len(raw)))
         f.write(raw)
         for tensor in tensors:
             for chunk in _chunks(tensor):
                 f.write(chunk)
+
+
+def remove(path: Path) -> None:
+    """Delete the file at `path` and its parts, once read: large outputs should not sit on the disk."""
+    for index in range(MAX_PARTS):
+        try:
+            os.unlink(part_path(path, index))
+        except FileNotFoundError:
+            if index > 0:
+                return
+
+
+def _nbytes(tensor: torch.Tensor) -> int:
+    return tensor.numel() * tensor.element_size()
+
+
+class _PartWriter:
+    """One byte stream written as consecutive parts of at most `part_bytes` each."""
+
+    def __init__(self, path: Path, part_bytes: int | None, total: int) -> None:
+        self.path, self.part_bytes = path, part_bytes
+        parts = 1 if part_bytes is None else max(1, -(-total // part_bytes))
+        if parts > MAX_PARTS:
+            raise TensorFileError(f"{total} bytes need {parts} parts of {part_bytes}; at most {MAX_PARTS} are read")
+        self.index, self.used = 0, 0
+        self.f = os.fdopen(_create_fresh(path), "wb")
+
+    def __enter__(self) -> _PartWriter:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.f.close()
+        # Parts left from a larger earlier file would otherwise stay on the disk until the job ends.
+        for index in range(self.index + 1, MAX_PARTS):
+            try:
+                os.unlink(part_path(self.path, index))
+            except FileNotFoundError:
+                break
+
+    def write(self, data: bytes | memoryview) -> None:
+        view = memoryview(data).cast("B")
+        while len(view):
+            if self.part_bytes is not None and self.used == self.part_bytes:
+                self._next_part()
+            room = len(view) if self.part_bytes is None else min(len(view), self.part_bytes - self.used)
+            self.f.write(view[:room])
+            self.used += room
+            view = view[room:]
+
+    def _next_part(self) -> None:
+        self.f.close()
+        self.index, self.used = self.index + 1, 0
+        self.f = os.fdopen(_create_fresh(part_path(self.path, self.index)), "wb")
 
 
 def _chunks(tensor: torch.Tensor) -> Iterator[memoryview]:
@@ -122,17 +197,79 @@ def _open_regular(path: Path) -> BufferedReader:
     return f
 
 
-def load(path: Path, device: torch.device | None = None) -> list[Any]:
+def load(path: Path, device: torch.device | None = None, max_bytes: int | None = None) -> list[Any]:
     """Tensors are read straight into their own memory: no copy of the file is held besides them. With a
-    `device`, the top-level tensors are moved there (through pinned memory to a GPU), as to_device() would."""
+    `device`, the top-level tensors are moved there (through pinned memory to a GPU), as to_device() would.
+    With `max_bytes`, parts larger than that in all are refused before anything is read: what the reader
+    allocates is otherwise bounded only by the parts' total size."""
     try:
-        with _open_regular(path) as f:
-            return _load(f, os.fstat(f.fileno()).st_size, device)
+        with _PartReader(path) as f:
+            if max_bytes is not None and f.total > max_bytes:
+                raise TensorFileError(f"{path.name} and its parts hold {f.total} bytes, more than the {max_bytes}"
+                                      " expected")
+            return _load(f, f.total, device)
     except OSError as exc:
         raise TensorFileError(f"cannot read {path.name}: {exc.strerror}") from exc
 
 
-def _load(f: BufferedReader, file_size: int, device: torch.device | None) -> list[Any]:
+class _PartReader:
+    """The parts of one tensor file read as one stream. `total` is the size of every part there, taken before
+    reading (never through a link): it bounds what a header can make the judge allocate."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sizes = _part_sizes(path)
+        self.total = sum(self.sizes)
+        self.index = 0
+        self.f: BufferedReader = _open_regular(path)
+
+    def __enter__(self) -> _PartReader:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.f.close()
+
+    def read(self, size: int) -> bytes:
+        data = bytearray(size)
+        return bytes(data[:self.readinto(memoryview(data))])
+
+    def readinto(self, buffer: memoryview) -> int:
+        """Fill `buffer` from this part and the next ones; fewer bytes only where the parts end."""
+        done = 0
+        while done < len(buffer):
+            got = self.f.readinto(buffer[done:])
+            if got:
+                done += got
+            elif not self._next_part():
+                break
+        return done
+
+    def _next_part(self) -> bool:
+        if self.index + 1 >= len(self.sizes):
+            return False
+        self.f.close()
+        self.index += 1
+        self.f = _open_regular(part_path(self.path, self.index))
+        return True
+
+
+def _part_sizes(path: Path) -> list[int]:
+    """The sizes of `path` and of its consecutive parts; a part that is not a regular file is refused."""
+    sizes: list[int] = []
+    for index in range(MAX_PARTS):
+        try:
+            info = os.stat(part_path(path, index), follow_symlinks=False)
+        except FileNotFoundError:
+            if index == 0:
+                raise
+            break
+        if not stat.S_ISREG(info.st_mode):
+            raise TensorFileError(f"{part_path(path, index).name} is not a regular file")
+        sizes.append(info.st_size)
+    return sizes
+
+
+def _load(f: _PartReader, file_size: int, device: torch.device | None) -> list[Any]:
     if file_size < 8:
         raise TensorFileError("file too short")
     (size,) = struct.unpack("<Q", _read_exactly(f, 8))
@@ -145,7 +282,7 @@ def _load(f: BufferedReader, file_size: int, device: torch.device | None) -> lis
     return [_rebuild(item, reader, device) for item in header]
 
 
-def _read_exactly(f: BufferedReader, size: int) -> bytes:
+def _read_exactly(f: _PartReader, size: int) -> bytes:
     data = f.read(size)
     if len(data) != size:
         raise TensorFileError("file too short")
@@ -155,7 +292,7 @@ def _read_exactly(f: BufferedReader, size: int) -> bytes:
 class _Reader:
     """Tensor bytes in file order; `remaining` bounds what a header may make the judge allocate."""
 
-    def __init__(self, f: BufferedReader, remaining: int) -> None:
+    def __init__(self, f: _PartReader, remaining: int) -> None:
         self.f = f
         self.remaining = remaining
 

@@ -30,6 +30,10 @@ def _number(value: float | None, digits: int = 3) -> str:
     return "" if value is None else f"{value:.{digits}g}"
 
 
+def _gib(value: int | None) -> str:
+    return "" if value is None else f"{value / 1024**3:.3g} GiB"
+
+
 def _percent(value: float | None) -> str:
     return "" if value is None else f"{value * 100:.0f}%"
 
@@ -37,7 +41,7 @@ def _percent(value: float | None) -> str:
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(["html"]),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(when=_when, day=_day, num=_number, percent=_percent, stop_reason=stop_reason)
+    env.filters.update(when=_when, day=_day, num=_number, gib=_gib, percent=_percent, stop_reason=stop_reason)
     env.globals["version"] = __version__
     return env
 

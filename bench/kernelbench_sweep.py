@@ -1,0 +1,175 @@
+"""Grade every KernelBench problem's own reference as a submission, through a real `kernelgrade serve`.
+
+Each problem's `Model`, renamed `ModelNew`, is pure PyTorch and computes exactly the reference, so an honest
+grader calls it correct at a speedup near 1x. A sweep finds the problems the grader cannot grade as given
+(sizes past a limit, problems that do not run on the device, judges out of memory) and the ones whose timing
+is unsteady. Usage:
+
+    python bench/kernelbench_sweep.py KernelBench/KernelBench --level 1 --limit 10
+
+The folder holds level1/, level2/, level3/ folders of `N_Name.py` files. A fresh data dir and database are
+made for the run; the server grades with the fast timing profile unless --env says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelgrade.client import Client
+from kernelgrade.problems.importer import scan_folder
+from kernelgrade.problems.loader import Problem
+from kernelgrade.service.schemas import SubmissionIn, SubmissionOut
+from throughput_service import served
+
+SUITE = "kernelbench"
+SUBMITTER = "kernelbench-sweep"
+# An honest reference against itself: speedups outside this band are timing noise worth a look.
+STEADY = (0.9, 1.1)
+# A level 3 problem's fast-profile verdict takes a minute or two on a GPU host, a CPU fixture seconds; a
+# whole level of 100 problems fits in this with room to spare.
+DEFAULT_TIMEOUT_S = 4 * 3600.0
+_FILE_NUMBER = re.compile(r"^(\d+)_")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One problem's verdict as the API reported it."""
+
+    problem: str
+    verdict: str
+    code: str
+    speedup: float | None
+    judge_peak_bytes: int | None  # the judge's peak device memory over the evaluation, where recorded
+    child_peak_bytes: int | None  # the run child's, where recorded
+    stages: tuple[tuple[str, float], ...]  # top-level stages only: "stage:part" labels are inside them
+
+
+def as_submission(source: str) -> str:
+    """The reference, renamed: `Model` becomes `ModelNew` wherever the name stands alone (its class statement,
+    a `super(Model, self)` call)."""
+    return re.sub(r"\bModel\b", "ModelNew", source)
+
+
+def selected(folder: Path, levels: Sequence[int], limit: int | None) -> list[Problem]:
+    """The folder's problems of the given levels, in file-number order, at most `limit` per level."""
+    scan = scan_folder(folder, SUITE)
+    for error in scan.errors:
+        print(f"# skipped {error.path}: {error.message}", file=sys.stderr)
+    chosen: list[Problem] = []
+    for level in levels:
+        ours = sorted((p for p in scan.problems if p.level == level), key=_order)
+        chosen += ours[:limit] if limit is not None else ours
+    return chosen
+
+
+def _order(problem: Problem) -> tuple[int, str]:
+    match = _FILE_NUMBER.match(problem.name)
+    return (int(match.group(1)) if match else 1 << 30, problem.name)
+
+
+def sweep(problems: list[Problem], settings: dict[str, str], timeout_s: float) -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="kernelgrade-sweep-") as tmp, \
+            served(Path(tmp) / "data", Path(tmp) / "sweep.db", settings) as service:
+        for problem in problems:
+            # Open mode: the local admin may post problems. The typed client submits; it has no call for this.
+            response = service.client.post("/v1/problems", json={"name": problem.name, "source": problem.source,
+                                                                  "suite": SUITE, "level": problem.level})
+            if not response.is_success:
+                raise RuntimeError(f"problem {problem.name} was refused: {response.status_code} {response.text[:500]}")
+        with Client(service.url) as client:
+            items = client.submit_many(SubmissionIn(problem=p.name, source=as_submission(p.source),
+                                                    submitter=SUBMITTER, model="reference", force=True)
+                                       for p in problems)
+            ids = [_submitted(item.submission, item.error) for item in items]
+            done = {out.id: _row(out) for out in _reported(client.as_completed(ids, timeout_s), len(ids))}
+    return [done[i] for i in ids]
+
+
+def _submitted(submission: SubmissionOut | None, error: Any) -> int:
+    if submission is None:
+        raise RuntimeError(f"a submission was refused: {error}")
+    return submission.id
+
+
+def _reported(finished: Any, total: int) -> Any:
+    for count, out in enumerate(finished, 1):
+        print(f"#   {count}/{total} {out.problem}: {out.evaluation.verdict if out.evaluation else '?'}", flush=True)
+        yield out
+
+
+def _row(out: SubmissionOut) -> Row:
+    evaluation = out.evaluation
+    assert evaluation is not None
+    result = evaluation.result or {}
+    extra = dict(result.get("extra") or [])
+    stages = tuple((str(label), float(s)) for label, s in result.get("stage_seconds") or [] if ":" not in label)
+    return Row(out.problem, str(evaluation.verdict), evaluation.failure.code if evaluation.failure else "",
+               evaluation.speedup, _int(extra.get("judge_peak_device_bytes")),
+               _int(extra.get("child_peak_device_bytes")), stages)
+
+
+def _int(value: object) -> int | None:
+    return int(str(value)) if value not in (None, "") else None
+
+
+def report(rows: list[Row]) -> str:
+    lines = [f"{'problem':40} {'verdict':14} {'speedup':>8} {'judge peak':>11} {'child peak':>11}  stages (s)"]
+    for row in rows:
+        speedup = f"{row.speedup:.3f}" if row.speedup is not None else "-"
+        stages = " ".join(f"{label}={seconds:.2f}" for label, seconds in row.stages)
+        verdict = f"{row.verdict}:{row.code}" if row.code else row.verdict
+        lines.append(f"{row.problem[:40]:40} {verdict[:14]:14} {speedup:>8} {_gib(row.judge_peak_bytes):>11}"
+                     f" {_gib(row.child_peak_bytes):>11}  {stages}")
+    return "\n".join([*lines, "", *summary(rows)])
+
+
+def summary(rows: list[Row]) -> list[str]:
+    counts = Counter(row.verdict for row in rows)
+    unsteady = [r for r in rows if r.speedup is not None and not STEADY[0] <= r.speedup <= STEADY[1]]
+    lines = [f"{len(rows)} problems: " + ", ".join(f"{verdict} {n}" for verdict, n in sorted(counts.items()))]
+    lines.append(f"speedups outside {STEADY[0]}-{STEADY[1]}x: {len(unsteady)}")
+    lines += [f"  {r.problem}: {r.speedup:.3f}x" for r in unsteady if r.speedup is not None]
+    return lines
+
+
+def _gib(value: int | None) -> str:
+    return "-" if value is None else f"{value / 1024**3:.2f} GiB"
+
+
+def _settings(pairs: Sequence[str]) -> dict[str, str]:
+    settings = {"KERNELGRADE_TIMING_PROFILE": "fast", "KERNELGRADE_LOG_LEVEL": "warning"}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        settings[name] = value
+    return settings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("folder", type=Path, help="KernelBench's problem folder (level1/, level2/, level3/)")
+    parser.add_argument("--level", type=int, action="append", choices=(1, 2, 3), help="a level (repeatable;"
+                        " default: all three)")
+    parser.add_argument("--limit", type=int, default=None, help="at most this many problems per level")
+    parser.add_argument("--env", action="append", default=[], help="KERNELGRADE_NAME=VALUE for the server"
+                        " (repeatable); KERNELGRADE_TIMING_PROFILE=fast unless given")
+    parser.add_argument("--timeout-s", type=float, default=DEFAULT_TIMEOUT_S)
+    args = parser.parse_args(argv)
+    problems = selected(args.folder, args.level or [1, 2, 3], args.limit)
+    if not problems:
+        print(f"no problems of levels {args.level or [1, 2, 3]} under {args.folder}", file=sys.stderr)
+        return 2
+    print(f"# kernelbench sweep: {len(problems)} problems from {args.folder}", flush=True)
+    print(report(sweep(problems, _settings(args.env), args.timeout_s)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

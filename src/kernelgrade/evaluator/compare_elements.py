@@ -1,0 +1,278 @@
+"""The element-level quantities an output comparison needs, over the whole tensors or chunk by chunk.
+
+compare.py states the policies and writes the messages; this module computes what they read: counts, worst
+elements, maxima and relative Frobenius errors. `WholeElements` does it with whole-tensor expressions, as the
+comparison always did. `ChunkedElements` does it over slices of the flattened tensors, for outputs whose
+float64 temporaries would not fit the device (compare_memory.py): counts, maxima and worst elements come out
+identical, and Frobenius norms are sums of squares accumulated in float64, equal up to the order of summation.
+Values where the reference is NaN or Inf are zeroed on both sides first: any candidate value passes there.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from kernelgrade.evaluator.compare_memory import ChunkPlan, MemoryBudget
+
+_TINY = torch.finfo(torch.float64).tiny
+
+
+@dataclass(frozen=True)
+class Worst:
+    """The elements over a bound: how many, the flat index of the worst (first of equals), the bound there."""
+
+    count: int
+    index: int
+    bound: float = 0.0
+
+
+@dataclass(frozen=True)
+class Values:
+    """One element of the candidate, the reference and the oracle (0.0 where there is none)."""
+
+    out: float
+    ref: float
+    oracle: float
+
+
+class Elements(Protocol):
+    numel: int
+    shape: torch.Size
+
+    def nonfinite(self) -> int: ...
+    def errors_vs_reference(self) -> dict[str, float]: ...
+    def tolerance_over(self, atol: float, rtol: float) -> Worst | None: ...
+    def oracle_errors(self) -> tuple[float, float]: ...
+    def exceeds(self, factor: float) -> bool: ...
+    def over(self, factor: float) -> Worst: ...
+    def values_at(self, index: int) -> Values: ...
+    def emulated_vs_oracle(self, emulated: torch.Tensor) -> float: ...
+    def out_vs(self, emulated: torch.Tensor) -> float: ...
+
+
+def relative_frobenius(a: torch.Tensor, b: torch.Tensor) -> float:
+    """||a - b|| / ||b||, with ||b|| = 0 handled as an absolute error."""
+    num = float(torch.linalg.vector_norm((a - b).double()))
+    den = float(torch.linalg.vector_norm(b.double()))
+    return num / den if den > 0 else num
+
+
+def _ratio_of_sums(num_sq: float, den_sq: float) -> float:
+    """relative_frobenius from accumulated sums of squares."""
+    num, den = math.sqrt(num_sq), math.sqrt(den_sq)
+    return num / den if den > 0 else num
+
+
+def _sq(t: torch.Tensor) -> float:
+    return float(t.double().square().sum())
+
+
+def device_free_bytes(device: torch.device, budget: MemoryBudget) -> int:
+    """Memory a comparison on `device` can have: what the driver reports free plus what the caching allocator
+    holds unused, or the budget's figure; on the CPU, the host's."""
+    if budget.device_bytes is not None:
+        return budget.device_bytes
+    if device.type != "cuda":
+        return host_free_bytes(budget)
+    free, _total = torch.cuda.mem_get_info(device)
+    return int(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
+
+
+def host_free_bytes(budget: MemoryBudget) -> int:
+    if budget.host_bytes is not None:
+        return budget.host_bytes
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+class WholeElements:
+    """The whole tensors at once (the comparison's expressions before chunking, unchanged)."""
+
+    def __init__(self, out: torch.Tensor, ref: torch.Tensor, oracle: torch.Tensor | None,
+                 rms: float | None = None) -> None:
+        o, r = out.double(), ref.double()
+        bad_out, bad_ref = ~torch.isfinite(o), ~torch.isfinite(r)
+        self.bad = bad_out & ~bad_ref
+        self.finite = ~bad_ref
+        self.o, self.r = o.where(self.finite, 0.0), r.where(self.finite, 0.0)
+        self.oracle = None if oracle is None else oracle.double().where(self.finite, 0.0)
+        self.numel, self.shape = out.numel(), out.shape
+        # A chunk's elementwise scale uses the whole output's RMS, which only the whole output gives.
+        self._rms = rms
+        self._diff: torch.Tensor | None = None
+        self._scale: torch.Tensor | None = None
+
+    def nonfinite(self) -> int:
+        return int(self.bad.sum()) if bool(self.bad.any()) else 0
+
+    def errors_vs_reference(self) -> dict[str, float]:
+        diff = (self.o - self.r).abs()
+        max_abs = float(diff.max()) if diff.numel() else 0.0
+        max_rel = float((diff / self.r.abs().clamp_min(1e-12)).max()) if diff.numel() else 0.0
+        return {"max_abs_error": max_abs, "max_rel_error": max_rel,
+                "rel_error_vs_reference": relative_frobenius(self.o, self.r)}
+
+    def tolerance_over(self, atol: float, rtol: float) -> Worst | None:
+        diff = (self.o - self.r).abs()
+        mismatched = diff > atol + rtol * self.r.abs()
+        if not bool(mismatched.any()):
+            return None
+        return Worst(int(mismatched.sum()), int(torch.argmax(diff - rtol * self.r.abs())))
+
+    def oracle_errors(self) -> tuple[float, float]:
+        oracle = self._needs_oracle()
+        return relative_frobenius(self.o, oracle), relative_frobenius(self.r, oracle)
+
+    def exceeds(self, factor: float) -> bool:
+        return bool((self.diff > self.bound(factor)).any())
+
+    def over(self, factor: float) -> Worst:
+        bound = self.bound(factor)
+        worst = int(torch.argmax(self.diff / bound.clamp_min(_TINY)))
+        return Worst(int((self.diff > bound).sum()), worst, float(bound.reshape(-1)[worst]))
+
+    def values_at(self, index: int) -> Values:
+        oracle = 0.0 if self.oracle is None else float(self.oracle.reshape(-1)[index])
+        return Values(float(self.o.reshape(-1)[index]), float(self.r.reshape(-1)[index]), oracle)
+
+    def emulated_vs_oracle(self, emulated: torch.Tensor) -> float:
+        return relative_frobenius(emulated.double(), self._needs_oracle())
+
+    def out_vs(self, emulated: torch.Tensor) -> float:
+        return relative_frobenius(self.o, emulated.double())
+
+    def bound(self, factor: float) -> torch.Tensor:
+        """The elementwise bound: `factor` x (|oracle| + the output's RMS). The RMS term is the bound's
+        absolute part: outputs near zero in a large sum carry the rounding error of the sum's terms, which
+        scales with the output's typical size, not with their own."""
+        if self._scale is None:
+            oracle = self._needs_oracle()
+            self._scale = oracle.abs().add(self._rms if self._rms is not None else _rms(oracle))
+        return self._scale * factor
+
+    @property
+    def diff(self) -> torch.Tensor:
+        if self._diff is None:
+            self._diff = (self.o - self._needs_oracle()).abs()
+        return self._diff
+
+    def _needs_oracle(self) -> torch.Tensor:
+        assert self.oracle is not None, "the policy compares against no oracle"
+        return self.oracle
+
+
+def _rms(t: torch.Tensor) -> float:
+    return float(torch.linalg.vector_norm(t)) / math.sqrt(t.numel()) if t.numel() else 0.0
+
+
+class ChunkedElements:
+    """The same quantities over slices of the flattened tensors, each slice widened to float64 on its own,
+    on the output's device or, where the plan says so, on the host."""
+
+    def __init__(self, out: torch.Tensor, ref: torch.Tensor, oracle: torch.Tensor | None, plan: ChunkPlan) -> None:
+        self.flat = (out.reshape(-1), ref.reshape(-1), None if oracle is None else oracle.reshape(-1))
+        self.numel, self.shape, self.plan = out.numel(), out.shape, plan
+        self.device = torch.device("cpu") if plan.on_host else ref.device
+        self._rms: float | None = None
+
+    def _chunks(self, extra: torch.Tensor | None = None) -> Iterator[tuple[int, WholeElements, torch.Tensor | None]]:
+        """(offset, the chunk's elements, the chunk of `extra`) for each chunk in order."""
+        flat_extra = None if extra is None else extra.reshape(-1)
+        for start in range(0, self.numel, self.plan.elements):
+            end = min(start + self.plan.elements, self.numel)
+            yield start, self._part(start), None if flat_extra is None else flat_extra[start:end].to(self.device)
+
+    def _part(self, start: int) -> WholeElements:
+        out, ref, oracle = (None if t is None else t[start:start + self.plan.elements].to(self.device)
+                            for t in self.flat)
+        assert out is not None and ref is not None
+        return WholeElements(out, ref, oracle, rms=self._rms)
+
+    def nonfinite(self) -> int:
+        return sum(int(part.bad.sum()) for _, part, _ in self._chunks())
+
+    def errors_vs_reference(self) -> dict[str, float]:
+        max_abs = max_rel = num = den = 0.0
+        for _, part, _ in self._chunks():
+            diff = (part.o - part.r).abs()
+            max_abs = max(max_abs, float(diff.max()))
+            max_rel = max(max_rel, float((diff / part.r.abs().clamp_min(1e-12)).max()))
+            num, den = num + float(diff.square().sum()), den + _sq(part.r)
+        return {"max_abs_error": max_abs, "max_rel_error": max_rel,
+                "rel_error_vs_reference": _ratio_of_sums(num, den)}
+
+    def tolerance_over(self, atol: float, rtol: float) -> Worst | None:
+        def key(part: WholeElements) -> tuple[torch.Tensor, torch.Tensor]:
+            diff = (part.o - part.r).abs()
+            return diff > atol + rtol * part.r.abs(), diff - rtol * part.r.abs()
+
+        worst = self._worst(key)
+        return worst if worst.count else None
+
+    def oracle_errors(self) -> tuple[float, float]:
+        out_sq = ref_sq = oracle_sq = 0.0
+        for _, part, _ in self._chunks():
+            oracle = part._needs_oracle()
+            out_sq += _sq(part.o - oracle)
+            ref_sq += _sq(part.r - oracle)
+            oracle_sq += _sq(oracle)
+        self._rms = math.sqrt(oracle_sq) / math.sqrt(self.numel) if self.numel else 0.0
+        return _ratio_of_sums(out_sq, oracle_sq), _ratio_of_sums(ref_sq, oracle_sq)
+
+    def exceeds(self, factor: float) -> bool:
+        self._needs_rms()
+        return any(part.exceeds(factor) for _, part, _ in self._chunks())
+
+    def over(self, factor: float) -> Worst:
+        self._needs_rms()
+
+        def key(part: WholeElements) -> tuple[torch.Tensor, torch.Tensor]:
+            bound = part.bound(factor)
+            return part.diff > bound, part.diff / bound.clamp_min(_TINY)
+
+        worst = self._worst(key)
+        start = worst.index - worst.index % self.plan.elements
+        return Worst(worst.count, worst.index, float(self._part(start).bound(factor)[worst.index - start]))
+
+    def values_at(self, index: int) -> Values:
+        # Moved together: the output may be held on the host while its reference is on the device.
+        out, ref, oracle = (None if t is None else t[index:index + 1].to(self.device) for t in self.flat)
+        assert out is not None and ref is not None
+        return WholeElements(out, ref, oracle).values_at(0)
+
+    def emulated_vs_oracle(self, emulated: torch.Tensor) -> float:
+        num = den = 0.0
+        for _, part, chunk in self._chunks(emulated):
+            assert chunk is not None
+            oracle = part._needs_oracle()
+            num, den = num + _sq(chunk.double() - oracle), den + _sq(oracle)
+        return _ratio_of_sums(num, den)
+
+    def out_vs(self, emulated: torch.Tensor) -> float:
+        num = den = 0.0
+        for _, part, chunk in self._chunks(emulated):
+            assert chunk is not None
+            num, den = num + _sq(part.o - chunk.double()), den + _sq(chunk)
+        return _ratio_of_sums(num, den)
+
+    def _needs_rms(self) -> None:
+        """The elementwise bound's RMS is the whole output's: a pass over the oracle before the first bound."""
+        if self._rms is None:
+            self.oracle_errors()
+
+    def _worst(self, key: Callable[[WholeElements], tuple[torch.Tensor, torch.Tensor]]) -> Worst:
+        """How many elements the mask of `key` selects, and where its score is largest (the first of equals,
+        as torch.argmax gives it over the whole)."""
+        count, best, best_index = 0, -math.inf, 0
+        for start, part, _ in self._chunks():
+            mask, score = key(part)
+            count += int(mask.sum())
+            index = int(torch.argmax(score))
+            if start == 0 or float(score[index]) > best:
+                best, best_index = float(score[index]), start + index
+        return Worst(count, best_index)

@@ -1,0 +1,42 @@
+"""bench/kernelbench_sweep.py on the CPU: a real `kernelgrade serve` grades tiny KernelBench-format problems'
+own references, renamed ModelNew, and the sweep reports each verdict and a summary."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).resolve().parent / "kernelbench"
+# The server's start (torch, migrations, a judge) and three pure-PyTorch verdicts under the fast profile:
+# about 25 s on an idle 2-core machine, no builds.
+SWEEP_S = 300.0
+
+
+def run_sweep(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGRADE_")}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "kernelbench_sweep.py"), str(FIXTURES), *args],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=SWEEP_S, check=False)
+
+
+@pytest.mark.slow
+def test_the_sweep_grades_each_reference_correct_and_summarises() -> None:
+    done = run_sweep("--level", "1", "--limit", "1", "--level", "2")
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-6000:]
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^(\d+_tiny_\w+)\s+(\S+)", done.stdout, re.MULTILINE)}
+    assert rows == {"1_tiny_relu": "correct", "1_tiny_gemm_gelu": "correct"}, output[-6000:]
+    assert "2 problems: correct 2" in done.stdout
+    assert "speedups outside 0.9-1.1x:" in done.stdout
+    assert re.search(r"^1_tiny_relu .*correctness=\d+\.\d+ .*timing=\d+\.\d+", done.stdout, re.MULTILINE)
+
+
+def test_a_folder_without_the_levels_asked_for_is_refused() -> None:
+    done = run_sweep("--level", "3")
+    assert done.returncode == 2 and "no problems of levels [3]" in done.stderr
