@@ -39,6 +39,7 @@ class FirstVerdict:
     stages: dict[str, float]
     progress: list[tuple[float, str]]  # (seconds after the POST, the progress line first seen then)
     baseline: str
+    timings: list[str]  # each timed side: reps and why its loop stopped
 
 
 def follow(client: Client, submission_id: int, started: float) -> tuple[SubmissionOut, list[tuple[float, str]]]:
@@ -64,13 +65,17 @@ def grade_one(client: Client, problem: str, source: str) -> FirstVerdict:
     assert evaluation is not None and evaluation.verdict is not None
     stages = dict((evaluation.result or {}).get("stage_seconds") or {})
     baseline = evaluation.compiled_baseline.status if evaluation.compiled_baseline else "none"
-    return FirstVerdict(time.monotonic() - started, evaluation.verdict, stages, progress, baseline)
+    timings = [f"{side} {timing.n} reps ({timing.stop_reason}, median {timing.median_ms:.4g} ms)"
+               for side, timing in (("reference", evaluation.reference_timing),
+                                    ("candidate", evaluation.candidate_timing)) if timing is not None]
+    return FirstVerdict(time.monotonic() - started, evaluation.verdict, stages, progress, baseline, timings)
 
 
 def report(index: int, graded: FirstVerdict) -> None:
     stages = ", ".join(f"{name} {seconds:.1f}" for name, seconds in graded.stages.items())
     print(f"submission {index}: {graded.verdict} in {graded.seconds:.1f} s (compiled baseline: {graded.baseline})")
     print(f"  stages (s): {stages}")
+    print(f"  timing: {'; '.join(graded.timings)}")
     for at, line in graded.progress:
         print(f"  {at:7.1f} s  {line}")
 

@@ -18,6 +18,7 @@ from kernelgrade.evaluator import (
     TimingStats,
     Verdict,
     evaluate,
+    measure_baseline,
 )
 from kernelgrade.evaluator.judge.compiled_baseline import PLACEMENT, compiled_source
 from kernelgrade.evaluator.sandbox.launcher import Launcher, SubprocessLauncher
@@ -104,6 +105,21 @@ def test_a_known_baseline_is_reused_and_one_of_another_version_is_not(make_reque
     ignored = evaluate(make_request(problem, TORCH_SUBMISSION, compiled_baseline=BaselinePlan(known=stale)),
                        SubprocessLauncher())
     assert ignored.compiled_baseline is None and ignored.speedup_vs_compiled is None
+    assert not ignored.compiled_baseline_pending
+
+
+def test_one_measured_later_is_pending_and_measure_baseline_measures_it_alone(make_request: RequestFactory) -> None:
+    """The worker's way: the verdict without it (pending), then the baseline on its own, as it is timed in an
+    evaluation."""
+    request = make_request(add_relu(), TORCH_SUBMISSION, compiled_baseline=BaselinePlan(later=True))
+    graded = evaluate(request, SubprocessLauncher())
+    assert graded.verdict is Verdict.CORRECT and graded.compiled_baseline_pending
+    assert graded.compiled_baseline is None and "compiled_baseline" not in dict(graded.stage_seconds)
+    baseline = measure_baseline(request, sandboxed())
+    assert baseline.status is BaselineStatus.MEASURED, baseline
+    assert baseline.timing is not None and baseline.timing.median_ms > 0
+    assert baseline.problem_hash == request.problem.content_hash and baseline.method is not None
+    assert not any(request.work_root.iterdir())  # its work dir is gone
 
 
 def test_not_measured_for_a_candidate_that_never_reached_timing(make_request: RequestFactory) -> None:

@@ -1,9 +1,10 @@
-"""The torch.compile baseline in the judge: a fresh stored one goes into the request, a measured one is stored
-with the result (only while the lease holds), and end to end: the first job of a problem measures, the next
-reuses."""
+"""The torch.compile baseline in the judge, off the verdict's path: a fresh stored one goes into the request;
+without one the verdict is recorded with its baseline pending, and a judge with no job to grade measures it,
+stores it and fills in the evaluations that waited; end to end, both verdicts come before the baseline."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
@@ -11,23 +12,26 @@ from pathlib import Path
 
 import pytest
 import torch
+from sqlalchemy import select
 
 from kernelgrade.config import Settings, SettingsError
 from kernelgrade.evaluator import (
     BaselinePlan,
     BaselineStatus,
     CompiledBaseline,
+    Environment,
     EvalRequest,
     EvalResult,
     SubprocessLauncher,
     TimingStats,
     Verdict,
 )
+from kernelgrade.service.stored_result import PENDING_BASELINE, StoredResult
 from kernelgrade.storage.baselines import fresh_baseline, record_baseline
 from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
-from kernelgrade.storage.jobs import requeue_job
 from kernelgrade.storage.migrate import upgrade
+from kernelgrade.storage.models import BoardEntryRow
 from kernelgrade.storage.problems import latest_problem
 from kernelgrade.storage.records import ClaimedJob, EvaluationRecord, JobStatus, ProblemRecord
 from kernelgrade.storage.submissions import get_submission
@@ -65,9 +69,7 @@ def _problem(database: Database) -> ProblemRecord:
 
 
 def _store(database: Database, problem_id: int, baseline: CompiledBaseline, device_class: str = DEVICE_CLASS) -> None:
-    record = baseline_to_store(EvalResult(verdict=Verdict.CORRECT, problem="add_relu", problem_hash="h",
-                                          precision="fp32", compiled_baseline=baseline))
-    assert record is not None
+    record = baseline_to_store(baseline)
     with database.session() as session:
         record_baseline(session, problem_id, device_class, record)
 
@@ -117,51 +119,91 @@ def test_the_judge_hands_a_fresh_stored_baseline_to_the_evaluator(database: Data
     add_submission(database, problem, CORRECT)
     judge = _judge(base_settings(tmp_path, database_url, compiled_baseline="on"), database)
     request = judge.request_for(_claimed(judge))
-    assert request.compiled_baseline == BaselinePlan(measure=True, known=known)
+    assert request.compiled_baseline == BaselinePlan(measure=False, known=known)
 
 
-def test_without_a_fresh_baseline_the_judge_asks_to_measure_and_off_means_neither(
-        database: Database, database_url: str, tmp_path: Path) -> None:
-    problem = _problem(database)
-    _store(database, problem.id, measured(age=timedelta(days=8)))
-    add_submission(database, problem, CORRECT)
-    on = _judge(base_settings(tmp_path, database_url, compiled_baseline="on"), database)
-    job = _claimed(on)
-    assert on.request_for(job).compiled_baseline == BaselinePlan(measure=True, known=None)
-    _store(database, problem.id, measured())
-    off = _judge(base_settings(tmp_path, database_url), database)  # the fast profile: auto means off
-    assert off.request_for(job).compiled_baseline == BaselinePlan(measure=False, known=None)
+CANDIDATE_MS = 4.0
 
 
-@pytest.mark.parametrize("lease_lost", [False, True])
-def test_a_measured_baseline_is_stored_only_with_a_recorded_result(
-        lease_lost: bool, database: Database, database_url: str, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    problem = _problem(database)
-    view = add_submission(database, problem, CORRECT)
-    judge = _judge(base_settings(tmp_path, database_url, compiled_baseline="on"), database)
-    baseline = measured(2.0)
+def _timed_result(problem: ProblemRecord) -> EvalResult:
+    """What evaluate() returns for a correct, timed submission, graded without a compiled baseline."""
+    timing = TimingStats(n=10, median_ms=CANDIDATE_MS, mean_ms=CANDIDATE_MS, std_ms=0.01, min_ms=CANDIDATE_MS,
+                         max_ms=CANDIDATE_MS, ci95_low_ms=CANDIDATE_MS, ci95_high_ms=CANDIDATE_MS,
+                         stop_reason="target")
+    env = Environment(device_kind="cpu", device_name="cpu", driver="", torch=torch.__version__, cuda="",
+                      python="3", host="h", arch="", sandbox="none")
+    return EvalResult(verdict=Verdict.CORRECT, problem="add_relu", problem_hash=problem.content_hash,
+                      precision="fp32", speedup=1.1, reference_timing=timing, candidate_timing=timing,
+                      environment=env)
 
+
+def _grade(judge: Judge, problem: ProblemRecord, database: Database, monkeypatch: pytest.MonkeyPatch,
+           source: str = CORRECT) -> int:
     def grade(request: EvalRequest, *_args: object) -> EvalResult:
-        # Stands in for evaluate(): what it was asked, and a result that measured the baseline.
-        assert request.compiled_baseline == BaselinePlan(measure=True, known=None)
-        if lease_lost:
-            with database.session() as session:
-                requeue_job(session, view.evaluation.id if view.evaluation else 0, judge.owner, "taken over")
-        return EvalResult(verdict=Verdict.CORRECT, problem="add_relu", problem_hash=problem.content_hash,
-                          precision="fp32", speedup=1.1, compiled_baseline=baseline, speedup_vs_compiled=0.4)
+        plan = request.compiled_baseline
+        assert not plan.measure and plan.known is None  # nothing measured on the verdict's path
+        assert plan.later == judge.settings.measures_compiled_baseline
+        return dataclasses.replace(_timed_result(problem), compiled_baseline_pending=plan.later)
 
     monkeypatch.setattr("kernelgrade.worker.judge.evaluate", grade)
+    view = add_submission(database, problem, source)
     assert view.evaluation is not None
     assert judge.grade_delivered(view.evaluation.id) is GradeOutcome.GRADED
+    return view.submission.id
+
+
+@pytest.mark.parametrize("setting", ["on", "off"])
+def test_without_a_fresh_baseline_the_verdict_is_recorded_with_it_pending(
+        setting: str, database: Database, database_url: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = _problem(database)
+    _store(database, problem.id, measured(age=timedelta(days=8)))  # stale: not handed over
+    judge = _judge(base_settings(tmp_path, database_url, compiled_baseline=setting), database)
+    evaluation = _evaluation(database, _grade(judge, problem, database, monkeypatch))
+    assert evaluation.verdict == "correct" and evaluation.speedup_vs_compiled is None
+    shown = StoredResult.read(evaluation.result).baseline_out()
+    assert (shown.status if shown else None) == ("pending" if setting == "on" else None)
+
+
+def test_an_idle_judge_measures_the_due_baseline_and_fills_in_the_waiting_evaluations(
+        database: Database, database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = _problem(database)
+    judge = _judge(base_settings(tmp_path, database_url, compiled_baseline="on"), database)
+    waiting = [_grade(judge, problem, database, monkeypatch, variant(i)) for i in range(2)]
+    asked: list[EvalRequest] = []
+
+    def measure(request: EvalRequest, *_args: object) -> CompiledBaseline:
+        asked.append(request)
+        return measured(2.0)
+
+    monkeypatch.setattr("kernelgrade.worker.judge.measure_baseline", measure)
+    assert judge._measure_a_due_baseline()
+    assert not judge._measure_a_due_baseline()  # measured once, for both
+    assert [r.problem.content_hash for r in asked] == [problem.content_hash]
+    for submission_id in waiting:
+        evaluation = _evaluation(database, submission_id)
+        assert evaluation.speedup_vs_compiled == pytest.approx(2.0 / CANDIDATE_MS)
+        shown = StoredResult.read(evaluation.result).baseline_out()
+        assert shown is not None and shown.status == "measured" and shown.median_ms == 2.0 and shown.reused
     with database.session() as session:
         stored = fresh_baseline(session, problem.id, DEVICE_CLASS, torch.__version__, WEEK, utcnow())
-    evaluation = _evaluation(database, view.submission.id)
-    if lease_lost:
-        assert stored is None and evaluation.status is JobStatus.QUEUED
-    else:
-        assert stored is not None and stored.median_ms == 2.0 and stored.data == baseline.to_json_dict()
-        assert evaluation.speedup_vs_compiled == 0.4
+        entry = session.scalars(select(BoardEntryRow).where(BoardEntryRow.problem_id == problem.id)).one()
+    assert stored is not None and stored.median_ms == 2.0
+    assert entry.speedup_vs_compiled == pytest.approx(2.0 / CANDIDATE_MS)
+
+
+def test_a_baseline_that_the_grader_fails_to_measure_is_left_alone_by_that_judge(
+        database: Database, database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = _problem(database)
+    judge = _judge(base_settings(tmp_path, database_url, compiled_baseline="on"), database)
+    _grade(judge, problem, database, monkeypatch)
+
+    def broken(*_args: object) -> CompiledBaseline:
+        raise RuntimeError("the grader broke")
+
+    monkeypatch.setattr("kernelgrade.worker.judge.measure_baseline", broken)
+    assert judge._measure_a_due_baseline()
+    assert not judge._measure_a_due_baseline()  # not retried in a loop
 
 
 @pytest.fixture
@@ -174,8 +216,8 @@ def sqlite_database(tmp_path: Path) -> Iterator[tuple[Database, str]]:
 
 
 @pytest.mark.slow
-def test_the_first_job_measures_torch_compile_and_the_next_reuses_it(sqlite_database: tuple[Database, str],
-                                                                      tmp_path: Path) -> None:
+def test_verdicts_come_first_and_the_baseline_is_filled_in_after(sqlite_database: tuple[Database, str],
+                                                                  tmp_path: Path) -> None:
     """Real evaluator, real torch.compile on the CPU. SQLite only: storage tests cover Postgres."""
     database, url = sqlite_database
     problem = _problem(database)
@@ -185,17 +227,20 @@ def test_the_first_job_measures_torch_compile_and_the_next_reuses_it(sqlite_data
     try:
         wait_until(lambda: _evaluation(database, second.submission.id).status is JobStatus.DONE, END_TO_END_S,
                    "both jobs to be graded")
+        graded = [_evaluation(database, view.submission.id) for view in (first, second)]
+        wait_until(lambda: all(_evaluation(database, view.submission.id).speedup_vs_compiled is not None
+                               for view in (first, second)), END_TO_END_S, "the baseline to be filled in")
     finally:
         pool.stop()
+    assert [r.verdict for r in graded] == ["correct", "correct"], [r.error_summary for r in graded]
+    # Both verdicts were recorded before any baseline: the second was claimed before the judge went idle.
+    assert [StoredResult.read(r.result).baseline_out() for r in graded] == [PENDING_BASELINE] * 2
     results = [_evaluation(database, view.submission.id) for view in (first, second)]
-    assert [r.verdict for r in results] == ["correct", "correct"], [r.error_summary for r in results]
-    baselines = [EvalResult.from_json_dict(r.result or {}) for r in results]
-    measured_one, reused_one = (b.compiled_baseline for b in baselines)
-    assert measured_one is not None and measured_one.status is BaselineStatus.MEASURED, measured_one
-    assert not baselines[0].compiled_baseline_reused and baselines[1].compiled_baseline_reused
-    assert reused_one == measured_one
-    assert all(r.speedup_vs_compiled is not None and r.speedup_vs_compiled > 0 for r in results)
+    shown = [StoredResult.read(r.result).baseline_out() for r in results]
+    assert all(b is not None and b.status == "measured" and b.reused for b in shown), shown
     with database.session() as session:
-        stored = fresh_baseline(session, problem.id, results[0].device_class or "", measured_one.torch, WEEK,
+        stored = fresh_baseline(session, problem.id, results[0].device_class or "", torch.__version__, WEEK,
                                 utcnow())
-    assert stored is not None and stored.median_ms == measured_one.median_ms
+    assert stored is not None and shown[0] is not None and stored.median_ms == shown[0].median_ms
+    assert all(r.speedup_vs_compiled == pytest.approx(stored.median_ms / (r.candidate_median_ms or 0))
+               for r in results if stored.median_ms)

@@ -157,6 +157,9 @@ class BaselinePlan:
     measure: bool = False
     # A fresh measurement for this problem version on this device class, taken earlier: reused as is.
     known: CompiledBaseline | None = None
+    # Without `known`, the caller measures it apart from this evaluation (a worker, between jobs), and a timed
+    # result says that its baseline is pending.
+    later: bool = False
     # Inductor compiles the reference on its first call; a large fused problem takes a minute or two on a
     # loaded host with one compile thread, and ten minutes means it is not going to finish.
     compile_s: float = 600.0

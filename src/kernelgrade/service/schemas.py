@@ -118,13 +118,15 @@ class EnvironmentOut(BaseModel):
 class CompiledBaselineOut(BaseModel):
     """torch.compile of the reference, timed like the candidate: a second baseline beside the eager one."""
 
-    status: Literal["measured", "failed"] = Field(
-        description="failed: torch.compile could not compile the reference or its outputs were wrong (see message)")
-    median_ms: float | None = Field(description="median time of the compiled reference; null when it failed")
+    status: Literal["pending", "measured", "failed"] = Field(
+        description="pending: not measured yet; a judge measures it when it has no job to grade, and the"
+                    " speedup_vs_compiled is filled in then. failed: torch.compile could not compile the reference"
+                    " or its outputs were wrong (see message)")
+    median_ms: float | None = Field(description="median time of the compiled reference; null unless measured")
     backend: str = Field(description="what torch.compile was asked for", examples=["inductor (mode default)"])
-    measured_at: datetime = Field(description="when it was measured (UTC)")
-    reused: bool = Field(description="true: an earlier measurement on this device class, reused while fresh;"
-                                     " false: measured during this evaluation")
+    measured_at: datetime | None = Field(description="when it was measured (UTC); null while pending")
+    reused: bool = Field(description="true: a measurement taken apart from this evaluation (earlier, or after it"
+                                     " while it was pending); false: measured during this evaluation")
     message: str = Field("", description="why it failed; empty when measured")
 
 
@@ -138,7 +140,8 @@ class EvaluationOut(BaseModel):
     speedup: float | None = Field(description="eager reference median / candidate median")
     speedup_vs_compiled: float | None = Field(
         None, description="torch.compile reference median / candidate median; null without a measured compiled"
-                          " baseline or when the verdict is neither correct nor flagged")
+                          " baseline (yet: see compiled_baseline.status) or when the verdict is neither correct nor"
+                          " flagged")
     reference_median_ms: float | None
     candidate_median_ms: float | None
     compiled_baseline: CompiledBaselineOut | None = Field(

@@ -61,6 +61,10 @@ class StoredBaseline(BaseModel):
     message: str = ""
 
 
+PENDING_BASELINE = CompiledBaselineOut(status="pending", median_ms=None, backend="inductor (mode default)",
+                                      measured_at=None, reused=True, message="")
+
+
 class StoredResult(BaseModel):
     failure: FailureOut | None = None
     findings: list[FindingOut] = []
@@ -70,6 +74,8 @@ class StoredResult(BaseModel):
     method: StoredMethod | None = None
     compiled_baseline: StoredBaseline | None = None
     compiled_baseline_reused: bool = False
+    # Graded before its problem had a baseline; filled in once a judge has measured one.
+    compiled_baseline_pending: bool = False
 
     @classmethod
     def read(cls, data: EvaluatorJson | None) -> StoredResult:
@@ -90,7 +96,7 @@ class StoredResult(BaseModel):
         evaluation measured it or reused an earlier measurement."""
         baseline = self.compiled_baseline
         if baseline is None:
-            return None
+            return PENDING_BASELINE if self.compiled_baseline_pending else None
         median = baseline.timing.median_ms if baseline.timing is not None else None
         return CompiledBaselineOut(status=baseline.status, median_ms=median, backend=baseline.backend,
                                    measured_at=baseline.measured_at, reused=self.compiled_baseline_reused,

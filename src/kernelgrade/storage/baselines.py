@@ -3,16 +3,21 @@ later evaluations while it is younger than the configured age.
 
 A failed measurement (inductor could not compile the reference) is stored and found like a measured one,
 so a problem that torch.compile cannot handle costs one attempt per age period, not one per job.
+
+Measuring is off the verdict's path: an evaluation graded while its problem had no fresh baseline is recorded
+without one, and is what makes that baseline due (baselines_due) for an idle judge of its device class; once
+measured, fill_compiled_speedups gives each such evaluation (and its leaderboard entry) the baseline and its
+speedup against it.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, Exists, exists, func, select, update
 from sqlalchemy.orm import Session
 
-from kernelgrade.storage.models import CompiledBaselineRow
+from kernelgrade.storage.models import BoardEntryRow, CompiledBaselineRow, EvaluationRow
 from kernelgrade.storage.records import BaselineRecord
 
 
@@ -38,3 +43,55 @@ def record_baseline(session: Session, problem_id: int, device_class: str, baseli
                                     status=baseline.status, median_ms=baseline.median_ms,
                                     measured_at=baseline.measured_at, baseline=baseline.data))
     session.flush()
+
+
+# Verdicts whose evaluations carry a speedup, and so one against torch.compile.
+TIMED_VERDICTS = ("correct", "flagged")
+
+
+def _stored_for_evaluation(torch: str, since: datetime) -> Exists:
+    """A baseline, measured or failed, of the evaluation row's problem and device class measured since."""
+    return exists().where(CompiledBaselineRow.problem_id == EvaluationRow.problem_id,
+                          CompiledBaselineRow.device_class == EvaluationRow.device_class,
+                          CompiledBaselineRow.torch_version == torch, CompiledBaselineRow.measured_at > since)
+
+
+def _waiting(torch: str) -> list[ColumnElement[bool]]:
+    """Evaluations graded without a compiled speedup that one could be computed for."""
+    return [EvaluationRow.status == "done", EvaluationRow.verdict.in_(TIMED_VERDICTS),
+            EvaluationRow.candidate_median_ms.is_not(None), EvaluationRow.speedup_vs_compiled.is_(None),
+            EvaluationRow.torch_version == torch]
+
+
+def baselines_due(session: Session, device_classes: list[str], torch: str, max_age: timedelta,
+                  now: datetime) -> list[tuple[int, str]]:
+    """(problem version, device class) pairs, longest waiting first, that evaluations graded within the age on
+    one of `device_classes` under this torch wait for: none fresh is stored, measured or failed."""
+    since = now - max_age
+    rows = session.execute(
+        select(EvaluationRow.problem_id, EvaluationRow.device_class)
+        .where(*_waiting(torch), EvaluationRow.finished_at > since, EvaluationRow.device_class.in_(device_classes),
+               ~_stored_for_evaluation(torch, since))
+        .group_by(EvaluationRow.problem_id, EvaluationRow.device_class)
+        .order_by(func.min(EvaluationRow.finished_at))).all()
+    return [(row.problem_id, str(row.device_class)) for row in rows]
+
+
+def fill_compiled_speedups(session: Session, problem_id: int, device_class: str, baseline: BaselineRecord) -> int:
+    """Give the evaluations waiting for this baseline its record in their results and, where it was measured,
+    their speedup against it (their leaderboard entries too); returns how many were filled."""
+    rows = session.scalars(select(EvaluationRow).where(
+        EvaluationRow.problem_id == problem_id, EvaluationRow.device_class == device_class,
+        *_waiting(baseline.torch))).all()
+    for row in rows:
+        speedup = (baseline.median_ms / row.candidate_median_ms
+                   if baseline.median_ms and row.candidate_median_ms else None)
+        row.speedup_vs_compiled = speedup
+        row.result = {**(row.result or {}), "compiled_baseline": baseline.data, "compiled_baseline_reused": True,
+                      "compiled_baseline_pending": False, "speedup_vs_compiled": speedup}
+        if speedup is not None:
+            session.execute(update(BoardEntryRow).where(
+                BoardEntryRow.submission_id == row.submission_id, BoardEntryRow.problem_id == problem_id,
+                BoardEntryRow.device_class == device_class).values(speedup_vs_compiled=speedup))
+    session.flush()
+    return len(rows)

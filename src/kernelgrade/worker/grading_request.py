@@ -37,7 +37,7 @@ class RequestBuilder:
     def build(self, problem: ProblemSpec, source: str, device_index: int,
               known_baseline: CompiledBaseline | None = None) -> EvalRequest:
         """`known_baseline`: a fresh torch.compile measurement of this problem version on this device class,
-        reused instead of measuring again."""
+        reported beside the verdict. None is measured on the verdict's path (worker/compiled_baselines.py)."""
         settings = self.settings
         fast = settings.timing_profile == "fast"
         trials = replace(FAST_TRIALS if fast else TrialPlan(), secret=settings.seed_secret)
@@ -47,8 +47,9 @@ class RequestBuilder:
                            max_source_bytes=settings.max_source_bytes, compile_jobs=settings.compile_jobs,
                            precompiled_header=settings.precompiled_headers,
                            lean_cuda_header=settings.lean_cuda_header,
-                           compiled_baseline=BaselinePlan(measure=settings.measures_compiled_baseline,
-                                                          known=known_baseline),
+                           compiled_baseline=BaselinePlan(
+                               measure=False, known=known_baseline,
+                               later=settings.measures_compiled_baseline and known_baseline is None),
                            build_cpus=self.build_cpus)
 
 

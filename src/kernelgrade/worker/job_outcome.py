@@ -48,11 +48,8 @@ def progress_to_store(progress: Progress) -> tuple[JobStatus, ProgressUpdate]:
     return status, ProgressUpdate(progress.stage.value, progress.message, progress.done, progress.total)
 
 
-def baseline_to_store(result: EvalResult) -> BaselineRecord | None:
-    """The torch.compile baseline this evaluation measured (None when it measured none or reused one)."""
-    baseline = result.compiled_baseline
-    if baseline is None or result.compiled_baseline_reused:
-        return None
+def baseline_to_store(baseline: CompiledBaseline) -> BaselineRecord:
+    """A measured (or failed) torch.compile baseline as storage keeps it."""
     return BaselineRecord(torch=baseline.torch or torch.__version__, status=baseline.status.value,
                           median_ms=baseline.median_ms, measured_at=_measured_at(baseline.measured_at),
                           data=baseline.to_json_dict())

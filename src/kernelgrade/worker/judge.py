@@ -6,7 +6,8 @@ discarded rather than recorded twice. A result of verdict `error` (the grader's 
 back to the queue until its attempts reach the cap.
 
 A torch.compile baseline measured on this device class within the configured age is handed to evaluate()
-to reuse; one that evaluate() measured is stored with the result, in the same lease-guarded transaction.
+to reuse. None is measured on a verdict's path: with no job to claim, the judge measures a baseline that graded
+evaluations wait for (worker/compiled_baselines.py).
 """
 
 from __future__ import annotations
@@ -21,16 +22,26 @@ from enum import Enum
 import torch
 
 from kernelgrade.config import Settings
-from kernelgrade.evaluator import CompiledBaseline, EvalRequest, EvalResult, Launcher, Progress, Stage, Warm, evaluate
+from kernelgrade.evaluator import (
+    CompiledBaseline,
+    EvalRequest,
+    EvalResult,
+    Launcher,
+    Progress,
+    Stage,
+    Warm,
+    evaluate,
+    measure_baseline,
+)
 from kernelgrade.evaluator.sandbox.cpus import on_cpus
-from kernelgrade.storage.baselines import fresh_baseline, record_baseline
+from kernelgrade.storage.baselines import fresh_baseline
 from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import Lease, claim_next, finish_job, requeue_job
-from kernelgrade.storage.records import BaselineRecord, ClaimedJob, JobOutcome
+from kernelgrade.storage.records import ClaimedJob, JobOutcome
+from kernelgrade.worker.compiled_baselines import DueBaseline, next_due, store
 from kernelgrade.worker.grading_request import RequestBuilder, problem_spec
 from kernelgrade.worker.job_outcome import (
-    baseline_to_store,
     grader_fault,
     outcome_from_result,
     progress_to_store,
@@ -52,10 +63,6 @@ class GradeOutcome(Enum):
     SKIPPED = "skipped"
 
 
-@dataclass(frozen=True)
-class Graded:
-    outcome: JobOutcome
-    new_baseline: BaselineRecord | None = None  # measured by this evaluation, to store with its result
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,7 @@ class Judge:
         self.cores = cores or JudgeCores()
         self.builder = RequestBuilder(settings, self.cores.builds)
         self.state = JudgeState()
+        self.failed_baselines: set[tuple[int, str]] = set()  # (problem id, device class) this judge leaves alone
         self.progress = ProgressPoster(database)
         spares = settings.warm_children if slot.kind == "cuda" else min(1, settings.warm_children)
         self.warm = (Warm.keeping(launcher, settings.work_root, settings.cache_dir, spares, settings.host_lock)
@@ -108,8 +116,9 @@ class Judge:
                 log.exception("judge %s could not claim a job; retrying", self.slot.name)
                 job = None
             if job is None:
-                self.wake.wait(self.settings.poll_seconds)
-                self.wake.clear()
+                if not self._measure_a_due_baseline():
+                    self.wake.wait(self.settings.poll_seconds)
+                    self.wake.clear()
                 continue
             self._grade(job)
 
@@ -145,18 +154,51 @@ class Judge:
         finally:
             self.state.current, self.state.timing = None, False
 
-    def _evaluate(self, job: ClaimedJob) -> Graded:
+    def _evaluate(self, job: ClaimedJob) -> JobOutcome:
         """Never raises: a fault of the grader itself becomes verdict `error` (retried up to the cap)."""
         try:
             result: EvalResult = evaluate(self.request_for(job), self.launcher, ProgressWriter(self, job), self.warm)
         except Exception as exc:
-            return Graded(grader_fault(exc, job.problem.name, job.problem.content_hash))
-        return Graded(outcome_from_result(result), baseline_to_store(result))
+            return grader_fault(exc, job.problem.name, job.problem.content_hash)
+        return outcome_from_result(result)
 
     def request_for(self, job: ClaimedJob) -> EvalRequest:
         spec = problem_spec(job.problem)
         device_index = self.slot.device_index if spec.device.value == "cuda" else 0
         return self.builder.build(spec, job.source, device_index, self._known_baseline(job))
+
+    def _measure_a_due_baseline(self) -> bool:
+        """Measure one torch.compile baseline that graded evaluations wait for; False when none is due (or the
+        deployment does not compare with torch.compile). Never raises: a grader fault is logged, and that
+        baseline is left to the other judges for the rest of this process."""
+        if not self.settings.measures_compiled_baseline:
+            return False
+        max_age = timedelta(hours=self.settings.compiled_baseline_max_age_hours)
+        try:
+            due = next_due(self.database, self.device_classes(), max_age, self.failed_baselines)
+        except Exception:
+            log.exception("judge %s could not look for due torch.compile baselines", self.slot.name)
+            return False
+        if due is None:
+            return False
+        with on_cpus(self.cores.measure):
+            self._measure_baseline(due)
+        return True
+
+    def _measure_baseline(self, due: DueBaseline) -> None:
+        log.info("judge %s: measuring torch.compile of %s on %s, which graded evaluations wait for", self.slot.name,
+                 due.problem.name, due.device_class)
+        try:
+            spec = problem_spec(due.problem)
+            device_index = self.slot.device_index if spec.device.value == "cuda" else 0
+            store(self.database, due, measure_baseline(self.builder.build(spec, "", device_index), self.launcher,
+                                                       self.warm))
+        except Exception:
+            log.exception("judge %s: measuring torch.compile of %s failed", self.slot.name, due.problem.name)
+            self.failed_baselines.add((due.problem.id, due.device_class))
+
+    def device_classes(self) -> set[str]:
+        return {self.slot.device_class, *(device_class for _, device_class in self.slot.routes)}
 
     def device_class(self, job: ClaimedJob) -> str:
         """The class the claim recorded on the evaluation: the one this judge serves the job's key with."""
@@ -171,9 +213,8 @@ class Judge:
                                    utcnow())
         return stored_baseline(found) if found is not None else None
 
-    def _record(self, job: ClaimedJob, graded: Graded) -> bool:
+    def _record(self, job: ClaimedJob, outcome: JobOutcome) -> bool:
         self.progress.flush()
-        outcome = graded.outcome
         requeue = outcome.verdict == "error" and job.attempt < self.settings.max_attempts
         with self.database.session() as session:
             if requeue:
@@ -181,8 +222,6 @@ class Judge:
                                    f"attempt {job.attempt}: {outcome.error_summary or 'grader error'}")
             else:
                 kept = finish_job(session, job.evaluation_id, self.owner, outcome)
-            if kept and not requeue and graded.new_baseline is not None:
-                record_baseline(session, job.problem.id, self.device_class(job), graded.new_baseline)
         if kept:
             log.info("judge %s: evaluation %d -> %s", self.slot.name, job.evaluation_id, outcome.verdict)
         else:

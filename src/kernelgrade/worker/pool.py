@@ -20,6 +20,8 @@ import psutil
 
 from kernelgrade import __version__
 from kernelgrade.config import Settings
+from kernelgrade.evaluator.host import header_pch
+from kernelgrade.evaluator.host.host_lock import HostLock
 from kernelgrade.sandbox_policy import unsandboxed
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import expire_leases, requeue_job
@@ -71,6 +73,7 @@ class WorkerPool:
                                 build_slots, cores.builds)
         pool = cls(settings, database, judges, compiler, stopping)
         pool._register(slots, launcher.level)
+        prepare_headers(settings, slots)
         if polling:
             for judge in judges:
                 judge.start()
@@ -154,6 +157,13 @@ class WorkerPool:
         for judge in self.judges:
             judge.close()
         return given_back
+
+
+def prepare_headers(settings: Settings, slots: list[JudgeSlot]) -> None:
+    """Start building the precompiled header CPU builds use, where this pool grades CPU problems, so that the
+    first submission's build finds it (or at least does not wait for it)."""
+    if settings.precompiled_headers and any(slot.kind == "cpu" for slot in slots):
+        header_pch.prepare(settings.cache_dir, HostLock(settings.host_lock))
 
 
 def core_plan(settings: Settings, slots: list[JudgeSlot]) -> CorePlan:

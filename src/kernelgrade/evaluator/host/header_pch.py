@@ -9,8 +9,11 @@ cache_dir/pch/<key>/torch/extension.h.gch beside a copy of extension.h: a source
 <torch/extension.h> again finds it in the PCH's directory and skips it by its `#pragma once`, which GCC
 matches by content.
 
-A PCH is built the first time a compile child reports a call that wanted its variant and found none; that
-build's compile ends about a build's time later, once per key and cache dir.
+A PCH is built the first time a compile child reports a call that wanted its variant and found none, on a
+thread of its own (build_later), so that the compile which found it missing ends as soon as its own build does:
+a first submission's verdict does not wait for a header it did not use. A worker pool builds the common variant
+as it starts (prepare), before any submission asks. Either holds the host's lock shared, as a build does, so
+no CPU measurement runs beside it.
 """
 
 from __future__ import annotations
@@ -25,12 +28,15 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from kernelgrade.evaluator.host.host_lock import HostLock
 from kernelgrade.evaluator.wire.pch_variants import VARIANT_FLAGS, variant_flags
 
 # g++ parses torch/extension.h in about 20 s on one core of a 2-core machine and writes 0.8 GB; five minutes
@@ -64,11 +70,30 @@ def ready_dirs(cache_dir: Path) -> dict[str, str]:
     return ready
 
 
-def build_missing(cache_dir: Path, variants: Iterable[object]) -> None:
+# The variant most load_inline calls want: no extra flags, CPU. What a pool builds as it starts.
+COMMON_VARIANT = "cpu-plain"
+
+
+def build_missing(cache_dir: Path, variants: Iterable[object], host_lock: HostLock | None = None) -> None:
     """Build the PCHs of the variants a compile child reported missing (known names only)."""
     for variant in variants:
         if isinstance(variant, str) and variant in VARIANTS:
-            build(cache_dir, variant)
+            with host_lock.shared() if host_lock is not None else nullcontext():
+                build(cache_dir, variant)
+
+
+def build_later(cache_dir: Path, variants: Iterable[object], host_lock: HostLock | None = None) -> threading.Thread:
+    """build_missing on a daemon thread (a process that exits mid-build leaves only a scratch dir, which the
+    next build of the key replaces); returns the started thread."""
+    thread = threading.Thread(target=build_missing, args=(cache_dir, list(variants), host_lock),
+                              name="pch-build", daemon=True)
+    thread.start()
+    return thread
+
+
+def prepare(cache_dir: Path, host_lock: HostLock | None = None) -> threading.Thread:
+    """Start building the common variant's PCH, unless it is there: a pool calls this as it starts."""
+    return build_later(cache_dir, [COMMON_VARIANT], host_lock)
 
 
 def build(cache_dir: Path, variant: str) -> bool:

@@ -19,7 +19,7 @@ that fails (child/lean_header.py); either build answers for the source, so the c
 
 With `target.pch`, the compile child may compile main.cpp against a precompiled torch/extension.h that this
 judge built (header_pch.py), shown to the child read-only; a variant the child wanted and did not find is built
-after its compile, for the next ones.
+on a thread of its own once the compile is done, for the next ones: this compile's outcome does not wait for it.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def compile_submission(source: str, submission_path: Path, init_inputs_path: Pat
             return _outcome(entry, cached, cache_hit=True)
         _clear_unfinished(entry)
         with host_lock.shared() if host_lock is not None else nullcontext():
-            status = _build(submission_path, init_inputs_path, seed, target, entry, work_dir, launcher)
+            status = _build(submission_path, init_inputs_path, seed, target, entry, work_dir, launcher, host_lock)
         if status.cacheable:
             _write_status(entry, status)
         else:
@@ -155,7 +155,7 @@ def compile_submission(source: str, submission_path: Path, init_inputs_path: Pat
 
 
 def _build(submission_path: Path, init_inputs_path: Path, seed: int, target: BuildTarget, entry: Path,
-           work_dir: Path, launcher: Launcher) -> BuildStatus:
+           work_dir: Path, launcher: Launcher, host_lock: HostLock | None) -> BuildStatus:
     cache_dir = entry.parent.parent  # entries lie at cache_dir/builds/<key>
     ext_dir = entry / "ext"
     ext_dir.mkdir(exist_ok=True)
@@ -175,8 +175,8 @@ def _build(submission_path: Path, init_inputs_path: Path, seed: int, target: Bui
         child.kill()
     if isinstance(reply, BuildStatus):
         return reply
-    if target.pch:
-        header_pch.build_missing(cache_dir, reply.pch_missed)
+    if target.pch and reply.pch_missed:
+        header_pch.build_later(cache_dir, reply.pch_missed, host_lock)
     return _reply_status(reply, child.log.text(), str(ext_dir))
 
 

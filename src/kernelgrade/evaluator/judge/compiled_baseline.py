@@ -161,9 +161,10 @@ def _failure_text(failed: StageFailed) -> str:
 
 
 def measure_problem(reference: Reference, launcher: Launcher, work_root: Path, params: TimingParams,
-                    limits: Limits, plan: BaselinePlan, seed: int) -> CompiledBaseline:
-    """torch.compile of a problem's reference on its own, outside an evaluation (benchmarks, or filling a
-    deployment's baselines ahead of its first submissions): the same timing sets and child as in evaluate()."""
+                    limits: Limits, plan: BaselinePlan, seed: int,
+                    extra_env: tuple[tuple[str, str], ...] = ()) -> CompiledBaseline:
+    """torch.compile of a problem's reference on its own, outside an evaluation (a worker's idle time,
+    benchmarks): the same timing sets and child as in evaluate()."""
     work_root.mkdir(parents=True, exist_ok=True)
     work_dir = Path(tempfile.mkdtemp(prefix="baseline-", dir=work_root))
     try:
@@ -171,7 +172,8 @@ def measure_problem(reference: Reference, launcher: Launcher, work_root: Path, p
         tensorfile.save(init_inputs, reference.init_inputs)
         _, paths = save_timing_sets(reference, work_dir, params.input_sets, seed, "")
         flush_bytes = params.flush_bytes or timing.default_flush_bytes(reference.device)
-        job = BaselineJob(reference, work_dir, tuple(paths), init_inputs, seed, params, limits, flush_bytes, plan)
+        job = BaselineJob(reference, work_dir, tuple(paths), init_inputs, seed, params, limits, flush_bytes, plan,
+                          extra_env)
         return measure(job, launcher)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)

@@ -84,6 +84,7 @@ def build_result(job: Job, record: Record, verdict: Verdict, failure: Failure | 
         roofline=record.roofline,
         seed_secret="deployment" if job.request.trials.secret else "per-evaluation (no deployment secret set)",
         compiled_baseline=record.compiled_baseline, compiled_baseline_reused=record.compiled_baseline_reused,
+        compiled_baseline_pending=record.compiled_baseline_pending,
         speedup_vs_compiled=(compiled_baseline.speedup_against(record.compiled_baseline, record.candidate_timing)
                              if timed else None),
         extra=peak_memory(job.device, record),

@@ -9,6 +9,7 @@ faults become `error`.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from pathlib import Path
@@ -43,7 +44,7 @@ from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.judge.timing_stage import TimingInputs, TimingSets, time_candidate
 from kernelgrade.evaluator.judge.validate import validate_submission
 from kernelgrade.evaluator.request import EvalRequest
-from kernelgrade.evaluator.result import EvalResult, Failure, Stage, Verdict
+from kernelgrade.evaluator.result import CompiledBaseline, EvalResult, Failure, Stage, Verdict
 from kernelgrade.evaluator.sandbox.launcher import Launcher, SubprocessLauncher
 from kernelgrade.evaluator.source_module import load_problem_module
 from kernelgrade.evaluator.wire.prebuilt import Prebuilt
@@ -171,6 +172,7 @@ def _compiled_baseline(job: Job, record: Record, reference: Reference, init_inpu
         record.compiled_baseline, record.compiled_baseline_reused = plan.known, True
         return
     if not plan.measure:
+        record.compiled_baseline_pending = plan.later
         return
     job.report(Stage.TIMING, "timing torch.compile of the reference")
     measured = BaselineJob(reference, job.work_dir, timed.paths, init_inputs, job.request.trials.seed,
@@ -178,6 +180,27 @@ def _compiled_baseline(job: Job, record: Record, reference: Reference, init_inpu
     with job.timed("compiled_baseline"), job.warm.children.quiet(cpu=job.device.type == "cpu"):
         record.compiled_baseline = compiled_baseline.measure(measured, job.launcher)
     job.check_device()
+
+
+def measure_baseline(request: EvalRequest, launcher: Launcher | None = None, warm: Warm | None = None
+                     ) -> CompiledBaseline:
+    """torch.compile of the request's problem timed on its own, as evaluate() times it beside a candidate (the
+    request's device, protocol and limits; its submission is not read): what a worker measures off the
+    verdict's path, when the judge would otherwise idle. What torch.compile does wrong is a `failed` baseline."""
+    launcher = launcher or SubprocessLauncher()
+    own = warm is None
+    warm = warm or Warm.nothing(launcher, request.work_root, request.cache_dir)
+    job = Job.start(request, launcher, lambda _p: None, warm)
+    plan = dataclasses.replace(request.compiled_baseline, measure=True)
+    env = tuple(arch_env(build_target(request)).items())
+    try:
+        with on_device(job.device), warm.children.quiet(cpu=job.device.type == "cpu"):
+            return compiled_baseline.measure_problem(job.reference(), launcher, job.work_dir, job.timing_params,
+                                                     request.limits, plan, request.trials.seed, env)
+    finally:
+        job.cleanup()
+        if own:
+            warm.close()
 
 
 def precompile(request: EvalRequest, launcher: Launcher | None = None, host_lock: Path | None = None) -> CompileOutcome:

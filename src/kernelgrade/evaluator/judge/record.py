@@ -31,6 +31,7 @@ class Record:
     roofline: RooflineFloor | None = None
     compiled_baseline: CompiledBaseline | None = None
     compiled_baseline_reused: bool = False
+    compiled_baseline_pending: bool = False
     child_peak_bytes: int = 0  # the most the run child reported having held on the device
 
     def add(self, finding: Finding) -> None:
