@@ -48,3 +48,19 @@ def _borrow(desk: JudgeDesk, key: str) -> str:
     with desk.judge_for(key) as judge:
         assert judge is not None
         return judge.slot.name
+
+
+def test_the_desk_lends_a_judge_idle_long_enough_and_tasks_wait_for_it() -> None:
+    gpu0 = FakeJudge("gpu0", ("cuda",))
+    desk = JudgeDesk(cast("list[Judge]", [gpu0]))
+    with desk.idle_judge(60.0) as none:
+        assert none is None  # free only just now
+    with desk.idle_judge(0.0) as idle:
+        assert idle is cast("Any", gpu0)
+        waiting = threading.Thread(target=lambda: _borrow(desk, "cuda"))
+        waiting.start()
+        waiting.join(0.3)
+        assert waiting.is_alive(), "a task waits while the idle judge measures"
+    waiting.join(5.0)
+    with desk.idle_judge(1.0) as again:
+        assert again is None  # the task just gave it back

@@ -177,8 +177,8 @@ def test_an_idle_judge_measures_the_due_baseline_and_fills_in_the_waiting_evalua
         return measured(2.0)
 
     monkeypatch.setattr("kernelgrade.worker.judge.measure_baseline", measure)
-    assert judge._measure_a_due_baseline()
-    assert not judge._measure_a_due_baseline()  # measured once, for both
+    assert judge.measure_a_due_baseline()
+    assert not judge.measure_a_due_baseline()  # measured once, for both
     assert [r.problem.content_hash for r in asked] == [problem.content_hash]
     for submission_id in waiting:
         evaluation = _evaluation(database, submission_id)
@@ -202,8 +202,8 @@ def test_a_baseline_that_the_grader_fails_to_measure_is_left_alone_by_that_judge
         raise RuntimeError("the grader broke")
 
     monkeypatch.setattr("kernelgrade.worker.judge.measure_baseline", broken)
-    assert judge._measure_a_due_baseline()
-    assert not judge._measure_a_due_baseline()  # not retried in a loop
+    assert judge.measure_a_due_baseline()
+    assert not judge.measure_a_due_baseline()  # not retried in a loop
 
 
 @pytest.fixture

@@ -55,6 +55,10 @@ log = logging.getLogger(__name__)
 # Progress rows are for people watching; one write per half second per job is plenty and keeps a fast
 # correctness loop from turning into a write storm on SQLite.
 PROGRESS_INTERVAL_S = 0.5
+# A judge measures a due torch.compile baseline only after this long without a job to claim: a client that
+# posts its next submission once it has read a verdict does so within a second or two, and should not wait
+# behind an inductor compile; a loop with work in flight keeps the queue from emptying for this long at all.
+BASELINE_IDLE_S = 10.0
 
 
 class GradeOutcome(Enum):
@@ -109,6 +113,7 @@ class Judge:
         self.progress.close()
 
     def _loop(self) -> None:
+        idle_since: float | None = None  # when the judge last found no job to claim, since its last job
         while not self.stopping.is_set():
             try:
                 job = self._claim()
@@ -116,10 +121,12 @@ class Judge:
                 log.exception("judge %s could not claim a job; retrying", self.slot.name)
                 job = None
             if job is None:
-                if not self._measure_a_due_baseline():
-                    self.wake.wait(self.settings.poll_seconds)
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since < BASELINE_IDLE_S or not self.measure_a_due_baseline():
+                    self.wake.wait(min(self.settings.poll_seconds, BASELINE_IDLE_S))
                     self.wake.clear()
                 continue
+            idle_since = None
             self._grade(job)
 
     def _claim(self, only: int | None = None) -> ClaimedJob | None:
@@ -167,7 +174,7 @@ class Judge:
         device_index = self.slot.device_index if spec.device.value == "cuda" else 0
         return self.builder.build(spec, job.source, device_index, self._known_baseline(job))
 
-    def _measure_a_due_baseline(self) -> bool:
+    def measure_a_due_baseline(self) -> bool:
         """Measure one torch.compile baseline that graded evaluations wait for; False when none is due (or the
         deployment does not compare with torch.compile). Never raises: a grader fault is logged, and that
         baseline is left to the other judges for the rest of this process."""

@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -26,7 +27,7 @@ from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import queued_job
 from kernelgrade.storage.lease_reaper import reap_expired, reap_unsent
 from kernelgrade.worker.celery_app import GRADE_TASK, CelerySender, make_celery, queue_name
-from kernelgrade.worker.judge import GradeOutcome, Judge
+from kernelgrade.worker.judge import BASELINE_IDLE_S, GradeOutcome, Judge
 from kernelgrade.worker.judges import JudgeSlot, discover_judges
 from kernelgrade.worker.pool import WorkerPool, pool_ready
 
@@ -65,6 +66,23 @@ class JudgeDesk:
     def __init__(self, judges: list[Judge]) -> None:
         self.judges, self.free = judges, list(judges)
         self.changed = threading.Condition()
+        self.free_since = {id(judge): time.monotonic() for judge in judges}
+
+    @contextmanager
+    def idle_judge(self, idle_s: float) -> Iterator[Judge | None]:
+        """A judge free for at least `idle_s`, lent until the block ends (tasks wait for it meanwhile), or None."""
+        with self.changed:
+            now = time.monotonic()
+            judge = next((j for j in self.free if now - self.free_since[id(j)] >= idle_s), None)
+            if judge is not None:
+                self.free.remove(judge)
+        if judge is None:
+            yield None
+            return
+        try:
+            yield judge
+        finally:
+            self._give_back(judge)
 
     @contextmanager
     def judge_for(self, routing_key: str) -> Iterator[Judge | None]:
@@ -79,9 +97,13 @@ class JudgeDesk:
         try:
             yield judge
         finally:
-            with self.changed:
-                self.free.append(judge)
-                self.changed.notify_all()
+            self._give_back(judge)
+
+    def _give_back(self, judge: Judge) -> None:
+        with self.changed:
+            self.free.append(judge)
+            self.free_since[id(judge)] = time.monotonic()
+            self.changed.notify_all()
 
     def _serving(self, routing_key: str) -> Judge | None:
         return next((judge for judge in self.free if routing_key in judge.slot.serves), None)
@@ -104,6 +126,23 @@ class GradeHandler:
         if outcome is GradeOutcome.REQUEUED:
             self.sender.send(evaluation_id, job.requested_device)
         return outcome.value
+
+
+class BaselineMeasurer:
+    """What an embedded judge does between jobs, for judges that only grade what the broker delivers: a judge
+    left idle for BASELINE_IDLE_S measures a torch.compile baseline that graded evaluations wait for."""
+
+    def __init__(self, settings: Settings, desk: JudgeDesk) -> None:
+        self.settings, self.desk = settings, desk
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="baselines", daemon=True)
+
+    def _loop(self) -> None:
+        while not self.stopping.wait(self.settings.poll_seconds):
+            measured = True
+            while measured and not self.stopping.is_set():
+                with self.desk.idle_judge(BASELINE_IDLE_S) as judge:
+                    measured = judge is not None and judge.measure_a_due_baseline()
 
 
 class Reaper:
@@ -152,7 +191,9 @@ def run_worker(settings: Settings, options: WorkerOptions) -> int:
     reaper = Reaper(settings, database, sender)
     queues = tuple(sorted({key for slot in slots for key in slot.serves}))
     app = make_celery(settings, queues)
-    handler = GradeHandler(database, JudgeDesk(pool.judges), sender)
+    desk = JudgeDesk(pool.judges)
+    handler = GradeHandler(database, desk, sender)
+    baselines = BaselineMeasurer(settings, desk)
 
     def grade(evaluation_id: int) -> str:
         return handler(evaluation_id)
@@ -160,11 +201,14 @@ def run_worker(settings: Settings, options: WorkerOptions) -> int:
     app.task(name=GRADE_TASK)(grade)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     reaper.thread.start()
+    if settings.measures_compiled_baseline:
+        baselines.thread.start()
     try:
         names = tuple(queue_name(settings, key) for key in queues)
         return _serve_queues(app, names, len(slots), slots[0].device_class, settings.log_level.upper())
     finally:
         reaper.stopping.set()
+        baselines.stopping.set()
         _send_back(database, sender, pool.stop())
         sender.close()
         database.dispose()
