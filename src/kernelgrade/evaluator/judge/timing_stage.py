@@ -114,9 +114,12 @@ def _alone_on_device(job: Job) -> Iterator[None]:
     """No spare run child of this judge touches the device while it measures, nor, on the CPU, one of another
     judge on the host (run_children.py); waiting for one that is creating its context is part of this job's
     device time."""
+    cpu = job.device.type == "cpu"
+    if cpu:  # builds on the host hold it off until they end: the progress line says what the wait is for
+        job.report(Stage.TIMING, "timing, once no build runs on the host")
     with ExitStack() as held:
         with job.timed("timing:quiet_wait"):
-            held.enter_context(job.warm.children.quiet(cpu=job.device.type == "cpu"))
+            held.enter_context(job.warm.children.quiet(cpu=cpu))
         yield
 
 
