@@ -25,7 +25,8 @@ from tests.conftest import TEST_LIMITS, RequestFactory
 CPP_SOURCE = (Path(__file__).parents[1] / "cases" / "cpu_correct" / "submission.py").read_text()
 # A build slow by construction, whatever the machine: a constant evaluated at compile time, about 30 s of g++
 # on a 2-core CI machine (20 million iterations of the compiler's constexpr interpreter, past g++'s default
-# operation limit, hence the flag), where the extension itself builds in 8-10 s with the precompiled header.
+# operation limit, hence the flag), on top of the extension's own build (8-20 s, with or without a precompiled
+# header): no machine finishes it within SHORT_COMPILE_S.
 SLOW_CPP_SOURCE = CPP_SOURCE.replace(
     "#include <torch/extension.h>\n",
     "#include <torch/extension.h>\n"

@@ -120,7 +120,7 @@ def test_a_job_interrupted_by_sigkill_finishes_once_after_restart(unsandboxed: S
     done = wait_done(served, job["id"])["evaluation"]
     assert done["verdict"] == "correct" and done["attempts"] == 2, done
     assert "lease expired" in (done["last_error"] or ""), done
-    assert "took over 1 job(s)" in served.log()
+    assert "took over 1 job(s)" in served.whole_log()
     runs = set(calls.read_text().split())
     assert len(runs) == 2 and interrupted < runs  # graded once more, by one new run child
     finished_at, lines = done["finished_at"], len(calls.read_text().split())
@@ -146,4 +146,4 @@ def test_a_cpp_extension_is_compiled_ahead_and_graded(tmp_path: Path) -> None:
     assert done["verdict"] == "correct" and done["speedup"] > 0, done
     # The compile-ahead thread built it while the judge graded the slow job; the judge found it cached.
     assert done["result"]["compile_cache_hit"] is True, server.log()
-    assert f"compile-ahead: evaluation {cpp['evaluation']['id']} built" in server.log()
+    assert f"compile-ahead: evaluation {cpp['evaluation']['id']} built" in server.whole_log()

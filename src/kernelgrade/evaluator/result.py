@@ -195,9 +195,9 @@ class EvalResult:
     # earlier measurement it was given (reused), and the candidate's speedup against it.
     compiled_baseline: CompiledBaseline | None = None
     compiled_baseline_reused: bool = False
+    speedup_vs_compiled: float | None = None
     # Graded without a baseline that its caller measures later (BaselinePlan.later), and fills in then.
     compiled_baseline_pending: bool = False
-    speedup_vs_compiled: float | None = None
 
     @property
     def seconds(self) -> float:
