@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, Exists, exists, func, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, exists, func, select, update
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from kernelgrade.storage.models import BoardEntryRow, CompiledBaselineRow, EvaluationRow
 from kernelgrade.storage.records import BaselineRecord
@@ -27,14 +27,21 @@ def fresh_baseline(session: Session, problem_id: int, device_class: str, torch: 
     after now - max_age, or None."""
     row = session.scalars(
         select(CompiledBaselineRow)
-        .where(CompiledBaselineRow.problem_id == problem_id, CompiledBaselineRow.device_class == device_class,
-               CompiledBaselineRow.torch_version == torch, CompiledBaselineRow.measured_at > now - max_age)
+        .where(*_fresh(problem_id, device_class, torch, now - max_age))
         .order_by(CompiledBaselineRow.measured_at.desc(), CompiledBaselineRow.id.desc())
         .limit(1)).first()
     if row is None:
         return None
     return BaselineRecord(torch=row.torch_version, status=row.status, median_ms=row.median_ms,
                           measured_at=row.measured_at, data=row.baseline)
+
+
+def _fresh(problem_id: int | InstrumentedAttribute[int], device_class: str | InstrumentedAttribute[str | None],
+           torch: str, since: datetime) -> list[ColumnElement[bool]]:
+    """A stored baseline of this problem version and device class under this torch, measured since: the one
+    test for whether a baseline is fresh, for a given problem or correlated with an evaluation row's."""
+    return [CompiledBaselineRow.problem_id == problem_id, CompiledBaselineRow.device_class == device_class,
+            CompiledBaselineRow.torch_version == torch, CompiledBaselineRow.measured_at > since]
 
 
 def record_baseline(session: Session, problem_id: int, device_class: str, baseline: BaselineRecord) -> None:
@@ -47,13 +54,6 @@ def record_baseline(session: Session, problem_id: int, device_class: str, baseli
 
 # Verdicts whose evaluations carry a speedup, and so one against torch.compile.
 TIMED_VERDICTS = ("correct", "flagged")
-
-
-def _stored_for_evaluation(torch: str, since: datetime) -> Exists:
-    """A baseline, measured or failed, of the evaluation row's problem and device class measured since."""
-    return exists().where(CompiledBaselineRow.problem_id == EvaluationRow.problem_id,
-                          CompiledBaselineRow.device_class == EvaluationRow.device_class,
-                          CompiledBaselineRow.torch_version == torch, CompiledBaselineRow.measured_at > since)
 
 
 def _waiting(torch: str) -> list[ColumnElement[bool]]:
@@ -71,7 +71,7 @@ def baselines_due(session: Session, device_classes: list[str], torch: str, max_a
     rows = session.execute(
         select(EvaluationRow.problem_id, EvaluationRow.device_class)
         .where(*_waiting(torch), EvaluationRow.finished_at > since, EvaluationRow.device_class.in_(device_classes),
-               ~_stored_for_evaluation(torch, since))
+               ~exists().where(*_fresh(EvaluationRow.problem_id, EvaluationRow.device_class, torch, since)))
         .group_by(EvaluationRow.problem_id, EvaluationRow.device_class)
         .order_by(func.min(EvaluationRow.finished_at))).all()
     return [(row.problem_id, str(row.device_class)) for row in rows]

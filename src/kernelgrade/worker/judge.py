@@ -38,7 +38,7 @@ from kernelgrade.storage.baselines import fresh_baseline
 from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import Lease, claim_next, finish_job, requeue_job
-from kernelgrade.storage.records import ClaimedJob, JobOutcome
+from kernelgrade.storage.records import ClaimedJob, JobOutcome, ProblemRecord
 from kernelgrade.worker.compiled_baselines import DueBaseline, next_due, store
 from kernelgrade.worker.grading_request import RequestBuilder, problem_spec
 from kernelgrade.worker.job_outcome import (
@@ -65,8 +65,6 @@ class GradeOutcome(Enum):
     GRADED = "graded"
     REQUEUED = "requeued"
     SKIPPED = "skipped"
-
-
 
 
 @dataclass(frozen=True)
@@ -170,9 +168,12 @@ class Judge:
         return outcome_from_result(result)
 
     def request_for(self, job: ClaimedJob) -> EvalRequest:
-        spec = problem_spec(job.problem)
+        return self._request(job.problem, job.source, self._known_baseline(job))
+
+    def _request(self, problem: ProblemRecord, source: str, known: CompiledBaseline | None = None) -> EvalRequest:
+        spec = problem_spec(problem)
         device_index = self.slot.device_index if spec.device.value == "cuda" else 0
-        return self.builder.build(spec, job.source, device_index, self._known_baseline(job))
+        return self.builder.build(spec, source, device_index, known)
 
     def measure_a_due_baseline(self) -> bool:
         """Measure one torch.compile baseline that graded evaluations wait for; False when none is due (or the
@@ -196,10 +197,7 @@ class Judge:
         log.info("judge %s: measuring torch.compile of %s on %s, which graded evaluations wait for", self.slot.name,
                  due.problem.name, due.device_class)
         try:
-            spec = problem_spec(due.problem)
-            device_index = self.slot.device_index if spec.device.value == "cuda" else 0
-            store(self.database, due, measure_baseline(self.builder.build(spec, "", device_index), self.launcher,
-                                                       self.warm))
+            store(self.database, due, measure_baseline(self._request(due.problem, ""), self.launcher, self.warm))
         except Exception:
             log.exception("judge %s: measuring torch.compile of %s failed", self.slot.name, due.problem.name)
             self.failed_baselines.add((due.problem.id, due.device_class))

@@ -66,14 +66,14 @@ class JudgeDesk:
     def __init__(self, judges: list[Judge]) -> None:
         self.judges, self.free = judges, list(judges)
         self.changed = threading.Condition()
-        self.free_since = {id(judge): time.monotonic() for judge in judges}
+        self.free_since = {judge: time.monotonic() for judge in judges}
 
     @contextmanager
     def idle_judge(self, idle_s: float) -> Iterator[Judge | None]:
         """A judge free for at least `idle_s`, lent until the block ends (tasks wait for it meanwhile), or None."""
         with self.changed:
             now = time.monotonic()
-            judge = next((j for j in self.free if now - self.free_since[id(j)] >= idle_s), None)
+            judge = next((j for j in self.free if now - self.free_since[j] >= idle_s), None)
             if judge is not None:
                 self.free.remove(judge)
         if judge is None:
@@ -102,7 +102,7 @@ class JudgeDesk:
     def _give_back(self, judge: Judge) -> None:
         with self.changed:
             self.free.append(judge)
-            self.free_since[id(judge)] = time.monotonic()
+            self.free_since[judge] = time.monotonic()
             self.changed.notify_all()
 
     def _serving(self, routing_key: str) -> Judge | None:

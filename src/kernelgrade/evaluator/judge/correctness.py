@@ -113,19 +113,19 @@ def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahea
 def _read_outputs(path: Path, device: torch.device, refs: Sequence[torch.Tensor]) -> list[Any] | Comparison:
     """The outputs the child wrote, read once their structure matched the reference's: a file larger than
     those outputs and the largest header, or one that cannot be read, is not what the harness writes."""
-    limit = sum(r.numel() * r.element_size() for r in refs) + 8 + tensorfile.MAX_HEADER_BYTES
+    outputs_bytes = sum(r.numel() * r.element_size() for r in refs)
+    limit = outputs_bytes + 8 + tensorfile.MAX_HEADER_BYTES
     try:
-        return tensorfile.load(path, _outputs_device(device, refs), max_bytes=limit)
+        return tensorfile.load(path, _outputs_device(device, outputs_bytes), max_bytes=limit)
     except tensorfile.TensorFileError as exc:
         return Comparison(False, "output_unreadable", f"the output file the harness wrote could not be read: {exc}")
 
 
-def _outputs_device(device: torch.device, refs: Sequence[torch.Tensor]) -> torch.device:
+def _outputs_device(device: torch.device, outputs_bytes: int) -> torch.device:
     """The judge's device where the outputs fit in what is free there beside the comparison's chunks, else
     the host: the comparison then moves them to the device a chunk at a time (compare_memory.py)."""
-    needed = sum(r.numel() * r.element_size() for r in refs)
     free = device_free_bytes(device, MemoryBudget())
-    return device if needed <= free * USABLE_SHARE else torch.device("cpu")
+    return device if outputs_bytes <= free * USABLE_SHARE else torch.device("cpu")
 
 
 def _judge_call(job: Job, record: Record, trial: Trial, reply: CallReply, mutated: list[int], expected: Expected,

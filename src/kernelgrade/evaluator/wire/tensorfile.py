@@ -90,12 +90,17 @@ def save(path: Path, values: Sequence[Any], part_bytes: int | None = None) -> No
 
 def remove(path: Path) -> None:
     """Delete the file at `path` and its parts, once read: large outputs should not sit on the disk."""
-    for index in range(MAX_PARTS):
+    path.unlink(missing_ok=True)
+    _remove_parts(path, 1)
+
+
+def _remove_parts(path: Path, first: int) -> None:
+    """Delete the consecutive parts of `path` from part `first` on, up to the first that is not there."""
+    for index in range(first, MAX_PARTS):
         try:
             os.unlink(part_path(path, index))
         except FileNotFoundError:
-            if index > 0:
-                return
+            return
 
 
 def _nbytes(tensor: torch.Tensor) -> int:
@@ -119,11 +124,7 @@ class _PartWriter:
     def __exit__(self, *_exc: object) -> None:
         self.f.close()
         # Parts left from a larger earlier file would otherwise stay on the disk until the job ends.
-        for index in range(self.index + 1, MAX_PARTS):
-            try:
-                os.unlink(part_path(self.path, index))
-            except FileNotFoundError:
-                break
+        _remove_parts(self.path, self.index + 1)
 
     def write(self, data: bytes | memoryview) -> None:
         view = memoryview(data).cast("B")
