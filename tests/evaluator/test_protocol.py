@@ -34,6 +34,7 @@ from kernelgrade.evaluator.result import (
 from kernelgrade.evaluator.roofline_floor import RooflineFloor
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, SubprocessLauncher
 from kernelgrade.evaluator.wire.compile_protocol import BuildRecord, CompileReply, CompileRequest
+from kernelgrade.evaluator.wire.hold_page import PAGE_NAME
 from kernelgrade.evaluator.wire.prebuilt import Prebuilt
 from kernelgrade.evaluator.wire.protocol import (
     REQUESTS,
@@ -308,6 +309,18 @@ def test_a_keyed_reply_that_does_not_decode_is_reported_as_forged(tmp_path: Path
         session.close()
     assert failed.value.failure.code == "reply_forged" and not failed.value.timed_out
     assert "body.calls: not a field of Done" in failed.value.failure.message
+
+
+def test_a_later_gpu_session_in_the_same_work_dir_gets_a_page_of_its_own(tmp_path: Path) -> None:
+    """The compiled baseline's run child follows the candidate's in one work dir: each makes its hold page
+    afresh (exclusively), so the first one's must be gone with it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for _ in range(2):
+        session = RunSession(ScriptLauncher("pass"), work, 0, {})  # type: ignore[arg-type]
+        assert session.hold_page is not None and (work / PAGE_NAME).is_file()
+        session.close()
+        assert not (work / PAGE_NAME).exists()
 
 
 def test_the_run_child_answers_an_unknown_op_with_a_protocol_error(tmp_path: Path) -> None:

@@ -89,6 +89,10 @@ class RunSession:
 
     def close(self) -> None:
         self.child.kill()
+        if self.hold_page is not None:
+            # The page's file goes with its child: a later child of the same work dir (the compiled baseline's,
+            # after the candidate's) is given a page of its own, made afresh.
+            (self.work_dir / PAGE_NAME).unlink(missing_ok=True)
 
     def output(self) -> str:
         return self.child.log.text()
