@@ -18,7 +18,7 @@ import re
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,14 +58,15 @@ def as_submission(source: str) -> str:
     return re.sub(r"\bModel\b", "ModelNew", source)
 
 
-def selected(folder: Path, levels: Sequence[int], limit: int | None) -> list[Problem]:
-    """The folder's problems of the given levels, in file-number order, at most `limit` per level."""
+def selected(folder: Path, levels: Sequence[int], limit: int | None, names: Sequence[str] = ()) -> list[Problem]:
+    """The folder's problems of the given levels, in file-number order, at most `limit` per level; only those
+    named in `names` where it is given."""
     scan = scan_folder(folder, SUITE)
     for error in scan.errors:
         print(f"# skipped {error.path}: {error.message}", file=sys.stderr)
     chosen: list[Problem] = []
     for level in levels:
-        ours = sorted((p for p in scan.problems if p.level == level), key=_order)
+        ours = sorted((p for p in scan.problems if p.level == level and (not names or p.name in names)), key=_order)
         chosen += ours[:limit] if limit is not None else ours
     return chosen
 
@@ -89,7 +90,7 @@ def sweep(problems: list[Problem], settings: dict[str, str], timeout_s: float) -
                                                     submitter=SUBMITTER, model="reference", force=True)
                                        for p in problems)
             ids = [_submitted(item.submission, item.error) for item in items]
-            done = {out.id: _row(out) for out in _reported(client.as_completed(ids, timeout_s), len(ids))}
+            done = dict(_reported(client.as_completed(ids, timeout_s), len(ids)))
     return [done[i] for i in ids]
 
 
@@ -99,10 +100,12 @@ def _submitted(submission: SubmissionOut | None, error: Any) -> int:
     return submission.id
 
 
-def _reported(finished: Any, total: int) -> Any:
+def _reported(finished: Iterable[SubmissionOut], total: int) -> Iterator[tuple[int, Row]]:
+    """(id, row) of each finished submission, printed as it comes: a sweep cut short still shows its rows."""
     for count, out in enumerate(finished, 1):
-        print(f"#   {count}/{total} {out.problem}: {out.evaluation.verdict if out.evaluation else '?'}", flush=True)
-        yield out
+        row = _row(out)
+        print(f"# {count:>3}/{total} {_line(row)}", flush=True)
+        yield out.id, row
 
 
 def _row(out: SubmissionOut) -> Row:
@@ -122,13 +125,16 @@ def _int(value: object) -> int | None:
 
 def report(rows: list[Row]) -> str:
     lines = [f"{'problem':40} {'verdict':14} {'speedup':>8} {'judge peak':>11} {'child peak':>11}  stages (s)"]
-    for row in rows:
-        speedup = f"{row.speedup:.3f}" if row.speedup is not None else "-"
-        stages = " ".join(f"{label}={seconds:.2f}" for label, seconds in row.stages)
-        verdict = f"{row.verdict}:{row.code}" if row.code else row.verdict
-        lines.append(f"{row.problem[:40]:40} {verdict[:14]:14} {speedup:>8} {_gib(row.judge_peak_bytes):>11}"
-                     f" {_gib(row.child_peak_bytes):>11}  {stages}")
+    lines += [_line(row) for row in rows]
     return "\n".join([*lines, "", *summary(rows)])
+
+
+def _line(row: Row) -> str:
+    speedup = f"{row.speedup:.3f}" if row.speedup is not None else "-"
+    stages = " ".join(f"{label}={seconds:.2f}" for label, seconds in row.stages)
+    verdict = f"{row.verdict}:{row.code}" if row.code else row.verdict
+    return (f"{row.problem[:40]:40} {verdict[:14]:14} {speedup:>8} {_gib(row.judge_peak_bytes):>11}"
+            f" {_gib(row.child_peak_bytes):>11}  {stages}")
 
 
 def summary(rows: list[Row]) -> list[str]:
@@ -158,11 +164,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--level", type=int, action="append", choices=(1, 2, 3), help="a level (repeatable;"
                         " default: all three)")
     parser.add_argument("--limit", type=int, default=None, help="at most this many problems per level")
+    parser.add_argument("--problem", action="append", default=[], help="only this problem, by its catalogue name"
+                        " (repeatable), e.g. 66_conv_standard_3d__asymmetric_input__square_kernel")
     parser.add_argument("--env", action="append", default=[], help="KERNELGRADE_NAME=VALUE for the server"
                         " (repeatable); KERNELGRADE_TIMING_PROFILE=fast unless given")
     parser.add_argument("--timeout-s", type=float, default=DEFAULT_TIMEOUT_S)
     args = parser.parse_args(argv)
-    problems = selected(args.folder, args.level or [1, 2, 3], args.limit)
+    problems = selected(args.folder, args.level or [1, 2, 3], args.limit, args.problem)
     if not problems:
         print(f"no problems of levels {args.level or [1, 2, 3]} under {args.folder}", file=sys.stderr)
         return 2

@@ -173,7 +173,8 @@ def _elements(out: torch.Tensor, ref: torch.Tensor, oracle: torch.Tensor | None,
     per_element = bytes_per_element(exact=False, has_oracle=oracle is not None)
     plan = plan_chunks(out.numel(), per_element, device_free_bytes(ref.device, budget), host_free_bytes(budget),
                        budget.min_chunk)
-    if ref.is_complex() or (plan.whole and out.device == ref.device):
+    same_device = out.device == ref.device and (oracle is None or oracle.device == ref.device)
+    if ref.is_complex() or (plan.whole and same_device):
         # Complex outputs are rare and small; their comparison has no chunked form.
         return WholeElements(out.to(ref.device), ref, oracle)
     return ChunkedElements(out, ref, oracle, plan)

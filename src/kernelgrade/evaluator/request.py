@@ -133,6 +133,12 @@ class TrialPlan:
     recheck_timed_outputs: bool = True
 
 
+# Writing outputs into the work dir is the harness's work, not the submission's: a stage that writes them gets
+# this long per byte on top of its limit. 256 MiB/s is a busy host's disk (page-cache writes run several times
+# faster), so a 6 GiB output adds 24 s and a 4 MiB one 16 ms.
+OUTPUT_WRITE_BYTES_PER_S = 256 * 1024**2
+
+
 @dataclass(frozen=True)
 class Limits:
     """Wall-clock deadlines for each child stage, in seconds."""
@@ -147,6 +153,11 @@ class Limits:
     call_s: float = 60.0
     # The timing loop caps itself at 30 s of wall time; the rest is warm-up and slack for a slow kernel.
     timing_s: float = 120.0
+
+    @staticmethod
+    def writing(limit_s: float, output_bytes: int) -> float:
+        """`limit_s` for a stage that also writes `output_bytes` of outputs for the judge."""
+        return limit_s + output_bytes / OUTPUT_WRITE_BYTES_PER_S
 
 
 @dataclass(frozen=True)

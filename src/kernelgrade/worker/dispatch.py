@@ -6,10 +6,15 @@ each job's id to the broker queue of its routing key, for `kernelgrade worker` p
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kernelgrade.config import Settings
 from kernelgrade.storage.database import Database
-from kernelgrade.worker.celery_app import CelerySender
 from kernelgrade.worker.pool import WorkerPool
+
+if TYPE_CHECKING:
+    # Celery is the `scaleout` extra: the embedded `serve` runs without it.
+    from kernelgrade.worker.celery_app import CelerySender
 
 
 class LocalDispatch:
@@ -36,6 +41,8 @@ class BrokerDispatch:
         self.sender: CelerySender | None = None
 
     def start(self) -> None:
+        from kernelgrade.worker.celery_app import CelerySender
+
         self.sender = CelerySender(self.settings)
 
     def job_queued(self, evaluation_id: int, routing_key: str) -> None:

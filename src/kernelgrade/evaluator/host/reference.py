@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator.compare import Expected, flatten_outputs
+from kernelgrade.evaluator.host.device_room import ORACLE_SHARE, leave_room
 from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
 from kernelgrade.evaluator.request import PrecisionKind, ProblemSpec
@@ -81,19 +82,20 @@ class Reference:
         self.kept = Footprint()
         # The reference's own time for one call, warm (the shortest seen): what settle.py scales.
         self.forward_s = math.inf
+        # The bytes of one call's outputs (the largest seen): what a child writes back per call.
+        self.output_bytes = 0
         self.device = device
         self.module = load_problem_module(problem.source, problem.name)
         with _GLOBAL_RNG:
             self.init_inputs = list(self.module.get_init_inputs())
             torch.manual_seed(weight_seed)
             self.model = self.module.Model(*self.init_inputs).to(device)
-        self._oracle_model: torch.nn.Module | None = None
+        self._oracle_models: dict[torch.device, torch.nn.Module] = {}
         self._rounded_models: dict[Rounding, torch.nn.Module] = {}
 
     def models(self) -> Footprint:
         """The memory of the reference's weights and buffers, with its float64 and rounded copies."""
-        modules = [self.model, *([self._oracle_model] if self._oracle_model is not None else []),
-                   *self._rounded_models.values()]
+        modules = [self.model, *self._oracle_models.values(), *self._rounded_models.values()]
         return Footprint.of([t for m in modules for t in [*m.parameters(), *m.buffers()]])
 
     def make_inputs(self, seed: int) -> list[Any]:
@@ -140,22 +142,36 @@ class Reference:
         the oracle and the roundings start again from `inputs`."""
         with precision_flags.held():
             refs = [t.detach() for t in flatten_outputs(self.forward(placed))]
+            self.output_bytes = max(self.output_bytes, _nbytes(refs))
             if not self._wants_oracle(refs):
                 return Expected(refs)
-            oracles = self._oracle(inputs)
+            oracles = self._oracle(inputs, _nbytes(refs))
         return Expected(refs, oracles, functools.cache(functools.partial(self._rounded, inputs)))
 
     def _wants_oracle(self, refs: list[torch.Tensor]) -> bool:
         policy = self.problem.precision.kind
         return policy is not PrecisionKind.TOLERANCE and any(r.dtype == torch.float32 for r in refs)
 
-    def _oracle(self, inputs: Sequence[Any]) -> list[torch.Tensor]:
-        if self._oracle_model is None:
-            self._oracle_model = copy.deepcopy(self.model).double()
-        upcast = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
-                  for v in to_device(inputs, self.device)]
+    def _oracle(self, inputs: Sequence[Any], output_bytes: int) -> list[torch.Tensor]:
+        """The float64 oracle's outputs: on the judge's device where its float64 inputs, weights and outputs
+        fit in what is free there, else, or where the device runs out all the same, on the host (slower,
+        never wrong: the comparison moves it to the device a chunk at a time)."""
+        need = oracle_bytes(inputs, self.model, output_bytes)
+        if self.device.type == "cuda" and need <= leave_room(self.device) * ORACLE_SHARE:
+            try:
+                return self._oracle_on(self.device, inputs)
+            except torch.OutOfMemoryError:
+                self._oracle_models.pop(self.device, None)
+                leave_room(self.device)
+        return self._oracle_on(torch.device("cpu"), inputs)
+
+    def _oracle_on(self, device: torch.device, inputs: Sequence[Any]) -> list[torch.Tensor]:
+        if device not in self._oracle_models:
+            self._oracle_models[device] = copy.deepcopy(self.model).to(device).double()
+        upcast = [v.to(device).double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                  for v in to_device(inputs, device)]
         with torch.no_grad():
-            out = self._oracle_model(*upcast)
+            out = self._oracle_models[device](*upcast)
         return [t.detach() for t in flatten_outputs(out)]
 
     def _rounded(self, inputs: Sequence[Any], rounding: Rounding) -> list[torch.Tensor]:
@@ -177,6 +193,14 @@ def _copies_on(values: Sequence[Any], device: torch.device) -> list[Any]:
     """Tensors copied onto the device even where they are there already: a reference that writes into its
     inputs must change neither the caller's values nor the oracle's."""
     return [v.to(device, copy=True) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def oracle_bytes(inputs: Sequence[Any], model: torch.nn.Module, output_bytes: int) -> int:
+    """What the float64 oracle holds at least: its inputs, weights and outputs as float64 (twice their fp32
+    bytes; the outputs' fp32 size is `output_bytes`). Activations inside forward() come on top."""
+    floating = [t for t in [*inputs, *model.parameters(), *model.buffers()]
+                if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    return sum(t.numel() * 8 for t in floating) + 2 * output_bytes
 
 
 def _nbytes(values: Sequence[Any]) -> int:

@@ -16,13 +16,14 @@ import torch
 from kernelgrade.evaluator.compare import Comparison, Expected, check_structure, compare_values
 from kernelgrade.evaluator.compare_elements import device_free_bytes
 from kernelgrade.evaluator.compare_memory import USABLE_SHARE, MemoryBudget
+from kernelgrade.evaluator.host.device_room import leave_room
 from kernelgrade.evaluator.host.reference import Reference, TrialData, derive_seed
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.judge.job import Job, on_device
 from kernelgrade.evaluator.judge.outcome import Verdicted
 from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.judge.settle import settle_s
-from kernelgrade.evaluator.request import TrialPlan
+from kernelgrade.evaluator.request import Limits, TrialPlan
 from kernelgrade.evaluator.result import Failure, Finding, Severity, Stage, TrialResult
 from kernelgrade.evaluator.wire import tensorfile
 from kernelgrade.evaluator.wire.replies import CallReply, Integrity
@@ -98,8 +99,10 @@ def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahea
         data, inputs_path = ahead.take(trial.index)
     outputs_path = job.work_dir / "trial_outputs.kgt"
     with job.timed("correctness:call"):
-        reply = session.call(inputs_path, outputs_path, [r.numel() * r.element_size() for r in data.expected.refs],
-                             job.request.limits.call_s, settle_s(ahead.reference.forward_s))
+        sizes = [r.numel() * r.element_size() for r in data.expected.refs]
+        leave_room(job.device)
+        reply = session.call(inputs_path, outputs_path, sizes, Limits.writing(job.request.limits.call_s, sum(sizes)),
+                             settle_s(ahead.reference.forward_s))
     inputs_path.unlink(missing_ok=True)
     with job.timed("correctness:judge"):
         try:

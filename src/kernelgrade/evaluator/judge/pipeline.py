@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from kernelgrade.evaluator.host import environment
+from kernelgrade.evaluator.host.device_room import leave_room
 from kernelgrade.evaluator.host.host_lock import HostLock
 from kernelgrade.evaluator.host.reference import Reference
 from kernelgrade.evaluator.host.run_children import ChildKind
@@ -67,6 +68,7 @@ def evaluate(request: EvalRequest, launcher: Launcher | None = None, progress: P
         return grader_error(job, record)
     finally:
         job.cleanup()
+        leave_room(job.device)  # for the next evaluation's child, and any other process on the device
         if own:
             warm.close()
 
@@ -199,6 +201,7 @@ def measure_baseline(request: EvalRequest, launcher: Launcher | None = None, war
                                                      request.limits, plan, request.trials.seed, env)
     finally:
         job.cleanup()
+        leave_room(job.device)  # for the next evaluation's child, and any other process on the device
         if own:
             warm.close()
 

@@ -14,6 +14,7 @@ from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.outcome import Verdicted
 from kernelgrade.evaluator.judge.record import Record
+from kernelgrade.evaluator.request import Limits
 from kernelgrade.evaluator.result import Failure, Finding, Severity, Stage
 from kernelgrade.evaluator.wire import tensorfile
 
@@ -22,7 +23,8 @@ def recheck_timed_outputs(job: Job, record: Record, session: RunSession, referen
                           sets: list[list[Any]]) -> None:
     # Into the work dir itself: a root judge's child runs as another uid and can write only there.
     folder = job.work_dir
-    reply = session.timed_outputs(folder, job.request.limits.call_s)
+    most = len(sets) + timing.SAMPLED_OUTPUTS
+    reply = session.timed_outputs(folder, Limits.writing(job.request.limits.call_s, most * reference.output_bytes))
     record.note(record.child_reported(reply.integrity))
     if reply.changed_after_return:
         record.add(Finding("timed_output_changed_after_return", Severity.FLAG,

@@ -19,6 +19,7 @@ import torch
 
 from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.host import hold_watch
+from kernelgrade.evaluator.host.device_room import leave_room
 from kernelgrade.evaluator.host.reference import Reference, save_timing_sets, to_device
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.integrity import precision_flags
@@ -133,6 +134,7 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
         before = _time_reference(reference, rotation, params, flush_bytes)
     job.report(Stage.TIMING, "timing the candidate", 1, 3)
     settle = settle_s(statistics.median(before.raw.wall_ms) / 1000.0)
+    leave_room(job.device)  # the child's input sets and outputs
     with job.timed("timing:candidate_warmup"):
         warmed = session.warmup(list(timed.paths), params, flush_bytes, limits.timing_s, settle)
     record.note(record.child_reported(warmed))
