@@ -110,3 +110,19 @@ def test_outputs_held_on_the_host_compare_as_on_the_device(name: str, outs: list
                       None if expected.oracles is None else [o.cuda() for o in expected.oracles],
                       None if rounded is None else functools.cache(lambda r: [t.cuda() for t in rounded(r)]))
     _same(compare_values(outs, on_gpu, policy, budget), whole)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("budget", [MemoryBudget(device_bytes=1 << 40), ON_DEVICE, ON_HOST],
+                         ids=["whole", "device_chunks", "host_chunks"])
+@pytest.mark.parametrize(("name", "outs", "expected", "policy"), CASES, ids=[c[0] for c in CASES])
+def test_an_oracle_computed_on_the_host_compares_as_on_the_device(name: str, outs: list[torch.Tensor],
+                                                                 expected: Expected, policy: PrecisionPolicy,
+                                                                 budget: MemoryBudget) -> None:
+    """Where the float64 oracle did not fit the device, the judge computes it on the host
+    (host/reference.py) beside outputs and references on the device."""
+    whole = compare_values(outs, expected, policy, MemoryBudget(device_bytes=1 << 40))
+    rounded = expected.rounded
+    oracle_on_host = Expected([r.cuda() for r in expected.refs], expected.oracles,
+                              None if rounded is None else functools.cache(lambda r: [t.cuda() for t in rounded(r)]))
+    _same(compare_values([o.cuda() for o in outs], oracle_on_host, policy, budget), whole)

@@ -1,0 +1,43 @@
+"""What the judge sizes by the memory it needs: the float64 oracle's placement, and the time a child gets to
+write large outputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernelgrade.evaluator.host.device_room import leave_room
+from kernelgrade.evaluator.host.reference import oracle_bytes
+from kernelgrade.evaluator.request import OUTPUT_WRITE_BYTES_PER_S, Limits
+
+MiB = 1024**2
+
+
+def test_the_oracle_needs_its_floating_inputs_weights_and_outputs_in_float64() -> None:
+    model = torch.nn.Linear(256, 128)  # 128 x 256 weights and 128 biases
+    inputs = [torch.ones(64, 256), torch.arange(10), 3]  # the integer tensor and the int are used as they are
+    fp32_output_bytes = 64 * 128 * 4
+    expected = (64 * 256 + 128 * 256 + 128) * 8 + 64 * 128 * 8
+    assert oracle_bytes(inputs, model, fp32_output_bytes) == expected
+
+
+def test_writing_outputs_adds_time_in_proportion_to_their_size() -> None:
+    assert Limits.writing(10.0, 0) == 10.0
+    assert Limits.writing(10.0, 6 * 1024 * MiB) == pytest.approx(10.0 + 6 * 1024 * MiB / OUTPUT_WRITE_BYTES_PER_S)
+    # A 6 GiB output at a busy disk's rate: the fast profile's 10 s call limit alone timed its write out.
+    assert Limits.writing(10.0, 6 * 1024 * MiB) > 30.0
+
+
+def test_off_cuda_the_judge_leaves_no_room_to_measure() -> None:
+    assert leave_room(torch.device("cpu")) == 0
+
+
+@pytest.mark.gpu
+def test_the_judge_hands_unused_cache_back_to_the_driver() -> None:
+    device = torch.device("cuda")
+    block = torch.empty(512 * MiB, dtype=torch.uint8, device=device)
+    del block
+    assert torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device) >= 512 * MiB
+    free = leave_room(device)
+    assert torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device) <= 256 * MiB
+    assert 0 < free <= torch.cuda.mem_get_info(device)[1]
