@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import httpx
@@ -12,6 +13,7 @@ from kernelgrade.storage.database import Database
 from kernelgrade.storage.problems import latest_problem, set_input_shapes
 from kernelgrade.storage.records import ProblemMemoryNeed
 from kernelgrade.storage.submissions import get_submission
+from kernelgrade.storage.workers import NewWorker, register_worker
 from kernelgrade.worker.input_shapes import fill_missing_shapes
 from tests.service.conftest import add_builtin
 from tests.service.sources import variant
@@ -66,6 +68,24 @@ def test_a_problem_shows_its_memory_and_the_device_classes_it_cannot_fit(api: ht
     assert fits["cuda-h100"] is False and fits["cuda-h200"] is True
     page = api.get("/problems/relu").text
     assert "cuda-h100 (78 GiB):" in page and "does not fit" in page
+
+
+def test_the_catalogue_checks_problems_against_the_cards_judges_reported(api: httpx.Client,
+                                                                        database: Database) -> None:
+    add_builtin(database, "relu")
+    assert fill_missing_shapes(database) >= 1
+    with database.session() as session:
+        # A class the table does not know, and an H100 judge whose card is smaller than the table says.
+        register_worker(session, NewWorker("gpu0", "cuda-a10", ("cuda",), "host", 1, (), 22 * GiB))
+        register_worker(session, NewWorker("gpu1", "cuda-h100", ("cuda",), "host", 1, (), 20 * GiB))
+        problem = latest_problem(session, "relu")
+        assert problem is not None and problem.meta.memory is not None
+        need = dataclasses.replace(problem.meta.memory, least=21 * GiB, total=21 * GiB + 1)
+        set_input_shapes(session, problem.id, ("float32[1]",), need)
+    devices = {d["device_class"]: d for d in api.get("/v1/problems/relu").json()["memory"]["devices"]}
+    assert devices["cuda-a10"] == {"device_class": "cuda-a10", "memory_bytes": 22 * GiB, "fits": True}
+    assert devices["cuda-h100"]["memory_bytes"] == 20 * GiB and devices["cuda-h100"]["fits"] is False
+    assert devices["cuda-h200"]["fits"] is True  # from the table: no judge of that class reported
 
 
 def test_uploading_a_problem_is_idempotent_and_a_change_is_a_new_version(api: httpx.Client) -> None:

@@ -10,7 +10,7 @@ from kernelgrade.storage.page_data import (
     reference_medians,
     results_of,
 )
-from kernelgrade.storage.workers import NewWorker, register_worker
+from kernelgrade.storage.workers import NewWorker, device_memory_by_class, register_worker
 from tests.storage.builders import add_problem, add_submission, grade
 
 
@@ -39,3 +39,12 @@ def test_device_classes_include_judges_that_have_graded_nothing(database: Databa
         register_worker(session, NewWorker("judge-0", "cuda-h100", ("cuda",), "host", 1, ()))
     with database.session() as session:
         assert device_classes(session) == ["cuda-h100"]
+
+
+def test_each_device_class_has_the_least_memory_its_judges_reported(database: Database) -> None:
+    with database.session() as session:
+        register_worker(session, NewWorker("a-0", "cuda-a100", ("cuda",), "a", 1, (), 79 << 30))
+        register_worker(session, NewWorker("b-0", "cuda-a100", ("cuda",), "b", 1, (), 39 << 30))
+        register_worker(session, NewWorker("c-0", "cpu-x86_64", ("cpu",), "c", 1, ()))
+    with database.session() as session:
+        assert device_memory_by_class(session) == {"cuda-a100": 39 << 30}

@@ -1,6 +1,9 @@
-"""The device classes the problem catalogue checks problems against, with the memory a judge has on each."""
+"""The device classes the problem catalogue checks problems against, with the memory a judge has on each:
+the classes judges have reported (worker/judges.py measures its card), and these well-known ones besides."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 GiB = 1024**3
 
@@ -12,3 +15,8 @@ DEVICE_MEMORY_BYTES: dict[str, int] = {
     "cuda-h200": 138 * GiB,
     "cuda-l4": 21 * GiB,
 }
+
+
+def device_classes(reported: Mapping[str, int]) -> dict[str, int]:
+    """The known classes with what judges reported on top: a judge's own measure wins over the table's."""
+    return {**DEVICE_MEMORY_BYTES, **reported}

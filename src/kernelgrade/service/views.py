@@ -3,11 +3,12 @@ only for their submitter, admins and the open-mode local user (or everyone, for 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import cast
 
 from kernelgrade.sandbox_policy import UNSANDBOXED_WARNING, unsandboxed
 from kernelgrade.service.auth import Principal
-from kernelgrade.service.device_memory import DEVICE_MEMORY_BYTES
+from kernelgrade.service.device_memory import device_classes
 from kernelgrade.service.schemas import (
     DeviceFitOut,
     EnvironmentOut,
@@ -80,22 +81,23 @@ def problem_summary(problem: ProblemRecord) -> ProblemSummaryOut:
                              bytes=meta.bytes_moved, tags=list(meta.tags))
 
 
-def problem_out(problem: ProblemRecord) -> ProblemOut:
+def problem_out(problem: ProblemRecord, device_memory: Mapping[str, int]) -> ProblemOut:
+    """`device_memory`: what judges of each device class reported they can allocate (storage.workers)."""
     meta = problem.meta
     shapes = list(meta.input_shapes) if meta.input_shapes is not None else None
     return ProblemOut(**problem_summary(problem).model_dump(), description=meta.description,
                       precision_description=meta.precision_description, atol=meta.atol, rtol=meta.rtol,
-                      input_shapes=shapes, memory=problem_memory(problem), memory_note=meta.memory_note,
-                      source=problem.source, created_at=problem.created_at)
+                      input_shapes=shapes, memory=problem_memory(problem, device_memory),
+                      memory_note=meta.memory_note, source=problem.source, created_at=problem.created_at)
 
 
-def problem_memory(problem: ProblemRecord) -> ProblemMemoryOut | None:
+def problem_memory(problem: ProblemRecord, device_memory: Mapping[str, int]) -> ProblemMemoryOut | None:
     need = problem.meta.memory
     if need is None:
         return None
     devices = [] if problem.device_kind != "cuda" else [
         DeviceFitOut(device_class=name, memory_bytes=size, fits=need.least <= size)
-        for name, size in sorted(DEVICE_MEMORY_BYTES.items())]
+        for name, size in sorted(device_classes(device_memory).items())]
     return ProblemMemoryOut(bytes=need.total, least_bytes=need.least, inputs_bytes=need.inputs,
                             weights_bytes=need.weights, outputs_bytes=need.outputs, oracle_bytes=need.oracle,
                             comparison_bytes=need.comparison, devices=devices)

@@ -223,6 +223,8 @@ class WorkerRow(Base):
     host: Mapped[str] = mapped_column(String(200))
     pid: Mapped[int]
     versions: Mapped[dict[str, Any]]
+    # What a judge can allocate on its card, as it measured it; the problem catalogue checks problems against it.
+    device_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
     current_evaluation_id: Mapped[int | None]
     started_at: Mapped[datetime]
     last_heartbeat: Mapped[datetime]

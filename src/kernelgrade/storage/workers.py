@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from kernelgrade.storage.clock import utcnow
@@ -22,6 +22,7 @@ class NewWorker:
     host: str
     pid: int
     versions: tuple[tuple[str, str], ...]
+    device_memory_bytes: int | None = None  # None: a CPU judge
 
 
 def register_worker(session: Session, worker: NewWorker, now: datetime | None = None) -> None:
@@ -30,6 +31,7 @@ def register_worker(session: Session, worker: NewWorker, now: datetime | None = 
     row.device_class, row.serves = worker.device_class, ",".join(worker.serves)
     row.host, row.pid = worker.host, worker.pid
     row.versions = dict(worker.versions)
+    row.device_memory_bytes = worker.device_memory_bytes
     row.current_evaluation_id, row.last_heartbeat = None, now
     session.add(row)
 
@@ -53,6 +55,13 @@ def workers_on_host(session: Session, host: str) -> list[WorkerInfo]:
 def list_workers(session: Session, seen_since: datetime) -> list[WorkerInfo]:
     query = select(WorkerRow).where(WorkerRow.last_heartbeat >= seen_since).order_by(WorkerRow.name)
     return [worker_info(row) for row in session.scalars(query)]
+
+
+def device_memory_by_class(session: Session) -> dict[str, int]:
+    """Per device class, the least memory any judge of it has reported: a problem that fits that fits them all."""
+    query = (select(WorkerRow.device_class, func.min(WorkerRow.device_memory_bytes))
+             .where(WorkerRow.device_memory_bytes.is_not(None)).group_by(WorkerRow.device_class))
+    return {str(cls): int(least) for cls, least in session.execute(query) if least is not None}
 
 
 def worker_info(row: WorkerRow) -> WorkerInfo:

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# What the CUDA context, cuBLAS and cuDNN workspaces and the timing loop's L2 flush buffer take of a card
+# before the judge allocates anything: about a gigabyte on an H100.
+CONTEXT_RESERVE_BYTES = 1024**3
+
 
 @dataclass(frozen=True)
 class JudgeSlot:
@@ -19,6 +23,8 @@ class JudgeSlot:
     device_name: str
     # routing key -> the device class a job taken under that key is graded (and recorded) on
     routes: tuple[tuple[str, str], ...]
+    # What a judge can allocate on its card (the card's memory less CONTEXT_RESERVE_BYTES); None on the CPU.
+    memory_bytes: int | None = None
 
     @property
     def serves(self) -> tuple[str, ...]:
@@ -42,5 +48,7 @@ def discover_judges(requested: int) -> list[JudgeSlot]:
         device = torch.device("cuda", index)
         cls = device_class(device)
         routes = ((cls, cls), ("cuda", cls)) + ((("cpu", cpu_class),) if index == 0 else ())
-        slots.append(JudgeSlot(f"gpu{index}", "cuda", index, cls, torch.cuda.get_device_name(device), routes))
+        usable = torch.cuda.get_device_properties(device).total_memory - CONTEXT_RESERVE_BYTES
+        slots.append(JudgeSlot(f"gpu{index}", "cuda", index, cls, torch.cuda.get_device_name(device), routes,
+                               usable))
     return slots

@@ -105,7 +105,7 @@ class WorkerPool:
             remove_workers(session, [w.name for w in dead])
             for judge, slot in zip(self.judges, slots, strict=True):
                 register_worker(session, NewWorker(judge.owner, slot.device_class, slot.serves, host, os.getpid(),
-                                                   versions))
+                                                   versions, slot.memory_bytes))
         if freed:
             log.warning("took over %d job(s) left by a previous server on this host", freed)
 

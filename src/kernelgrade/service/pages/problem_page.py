@@ -14,6 +14,7 @@ from kernelgrade.service.pages.svg_plots import FAST_P_THRESHOLDS, speedup_distr
 from kernelgrade.service.views import problem_out
 from kernelgrade.storage.page_data import ReferenceMedian, correct_speedups, reference_medians
 from kernelgrade.storage.problems import latest_problem
+from kernelgrade.storage.workers import device_memory_by_class
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ def problem_page(context: ServiceContext, name: str) -> dict[str, Any]:
             raise not_found("problem_not_found", f"no problem named '{name}'")
         speedups = correct_speedups(session, problem.id)
         measured = reference_medians(session, problem.id)
-    return {"problem": problem_out(problem), "baselines": baselines(measured), "speedups": speedups,
-            "plot": speedup_distribution(speedups) if speedups else "", "thresholds": FAST_P_THRESHOLDS,
+        device_memory = device_memory_by_class(session)
+    return {"problem": problem_out(problem, device_memory), "baselines": baselines(measured),
+            "speedups": speedups, "plot": speedup_distribution(speedups) if speedups else "",
+            "thresholds": FAST_P_THRESHOLDS,
             "fast_p": {f"{p:g}": sum(1 for s in speedups if s > p) for p in FAST_P_THRESHOLDS}}

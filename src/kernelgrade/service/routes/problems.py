@@ -12,6 +12,7 @@ from kernelgrade.service.routes.responses import KEYED, WITH_BODY, errors
 from kernelgrade.service.schemas import ProblemIn, ProblemListOut, ProblemOut
 from kernelgrade.service.views import problem_out, problem_summary
 from kernelgrade.storage.problems import latest_problem, list_latest_problems, problem_version
+from kernelgrade.storage.workers import device_memory_by_class
 
 router = APIRouter(prefix="/v1/problems", tags=["problems"])
 
@@ -29,10 +30,11 @@ def read_problem(name: PathText, context: Context, version: QueryText = None) ->
     """One problem: reference source, precision policy, FLOP and byte counts, input shapes once known."""
     with context.database.session() as session:
         problem = problem_version(session, name, version) if version else latest_problem(session, name)
+        device_memory = device_memory_by_class(session)
     if problem is None:
         raise not_found("problem_not_found", f"no problem named '{name}'" + (f" with version {version}" if version
                         else "") + "; GET /v1/problems lists them.")
-    return problem_out(problem)
+    return problem_out(problem, device_memory)
 
 
 @router.post("", status_code=201, response_model=ProblemOut,
@@ -43,4 +45,5 @@ def create_problem(body: ProblemIn, response: Response, principal: CurrentPrinci
     require_admin(principal)
     outcome = add_problem(context.database, parse_problem(body.name, body.source, body.suite, body.level))
     response.status_code = 201 if outcome.created else 200
-    return problem_out(outcome.problem)
+    with context.database.session() as session:
+        return problem_out(outcome.problem, device_memory_by_class(session))
