@@ -35,7 +35,7 @@ def stats(median: float, samples: tuple[float, ...] = ()) -> TimingStats:
 def full_result(verdict: Verdict = Verdict.FLAGGED, sandbox: str = "bwrap") -> EvalResult:
     """A flagged result: timed, with a failure whose detail quotes the source, and a reused compiled baseline."""
     method = TimingMethod(clock="perf_counter_ns", flush_bytes=64 * MIB, warmup_calls=3, warmup_ms=5.0, min_reps=10,
-                          max_reps=200, target_rse=0.01, target_median_ci=0.02, max_device_ms=300.0,
+                          max_reps=200, target_median_ci=0.02, max_device_ms=300.0,
                           max_wall_ms=1500.0, input_sets=2, l2_persisting="not applicable (CPU)",
                           precision_flags="strict fp32")
     baseline = CompiledBaseline(status=BaselineStatus.MEASURED, problem_hash="h", backend="inductor (mode default)",

@@ -68,7 +68,7 @@ def _timing_lines(result: EvalResult) -> list[str]:
         m = result.method
         flush_mib = m.flush_bytes // (1024 * 1024)
         lines.append(f"method      {m.clock}, flush {flush_mib} MiB, warm-up >= {m.warmup_calls} calls and"
-                     f" {m.warmup_ms:g} ms, stop at rse <= {m.target_rse:g} and median CI <= {m.target_median_ci:g}"
+                     f" {m.warmup_ms:g} ms, stop at median CI <= {m.target_median_ci:g}"
                      f" after {m.min_reps} reps, or at {m.max_device_ms:g} ms device / {m.max_wall_ms:g} ms wall /"
                      f" {m.max_reps} reps; {m.input_sets} input sets")
     return lines

@@ -101,7 +101,6 @@ class TimingMethod:
     warmup_ms: float
     min_reps: int
     max_reps: int
-    target_rse: float
     target_median_ci: float
     max_device_ms: float
     max_wall_ms: float

@@ -398,23 +398,13 @@ def clock_intact() -> bool:
 
 def _stop_reason(samples: list[float], params: TimingParams, wall_ms: float) -> str:
     n = len(samples)
-    precise = relative_standard_error(samples) <= params.target_rse
-    if n >= params.min_reps and precise and median_ci_halfwidth(samples) <= params.target_median_ci:
+    if n >= params.min_reps and median_ci_halfwidth(samples) <= params.target_median_ci:
         return "target_precision"
     if n >= 2 and sum(samples) >= params.max_device_ms:
         return "max_device_time"
     if n >= 2 and wall_ms >= params.max_wall_ms:
         return "max_wall_time"
     return ""
-
-
-def relative_standard_error(samples: Sequence[float]) -> float:
-    if len(samples) < 2:
-        return math.inf
-    mean = statistics.fmean(samples)
-    if mean <= 0:
-        return math.inf
-    return statistics.stdev(samples) / math.sqrt(len(samples)) / mean
 
 
 def median_ci_halfwidth(samples: Sequence[float]) -> float:
@@ -465,7 +455,7 @@ def method_record(params: TimingParams, flush_bytes: int, device: torch.device, 
     return TimingMethod(
         clock=CUDA_CLOCK if device.type == "cuda" else "perf_counter_ns",
         flush_bytes=flush_bytes, warmup_calls=params.warmup_calls, warmup_ms=params.warmup_ms,
-        min_reps=params.min_reps, max_reps=params.max_reps, target_rse=params.target_rse,
+        min_reps=params.min_reps, max_reps=params.max_reps,
         target_median_ci=params.target_median_ci,
         max_device_ms=params.max_device_ms, max_wall_ms=params.max_wall_ms, input_sets=params.input_sets,
         l2_persisting=l2_status or ("not applicable (CPU)" if device.type != "cuda" else "unknown"),
