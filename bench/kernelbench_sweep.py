@@ -27,6 +27,7 @@ from kernelgrade.client import Client
 from kernelgrade.problems.importer import scan_folder
 from kernelgrade.problems.loader import Problem
 from kernelgrade.service.schemas import SubmissionIn, SubmissionOut
+from throughput_corpus import as_model_new
 from throughput_service import served
 
 SUITE = "kernelbench"
@@ -50,12 +51,6 @@ class Row:
     judge_peak_bytes: int | None  # the judge's peak device memory over the evaluation, where recorded
     child_peak_bytes: int | None  # the run child's, where recorded
     stages: tuple[tuple[str, float], ...]  # top-level stages only: "stage:part" labels are inside them
-
-
-def as_submission(source: str) -> str:
-    """The reference, renamed: `Model` becomes `ModelNew` wherever the name stands alone (its class statement,
-    a `super(Model, self)` call)."""
-    return re.sub(r"\bModel\b", "ModelNew", source)
 
 
 def selected(folder: Path, levels: Sequence[int], limit: int | None, names: Sequence[str] = ()) -> list[Problem]:
@@ -86,7 +81,7 @@ def sweep(problems: list[Problem], settings: dict[str, str], timeout_s: float) -
             if not response.is_success:
                 raise RuntimeError(f"problem {problem.name} was refused: {response.status_code} {response.text[:500]}")
         with Client(service.url) as client:
-            items = client.submit_many(SubmissionIn(problem=p.name, source=as_submission(p.source),
+            items = client.submit_many(SubmissionIn(problem=p.name, source=as_model_new(p.source),
                                                     submitter=SUBMITTER, model="reference", force=True)
                                        for p in problems)
             ids = [_submitted(item.submission, item.error) for item in items]

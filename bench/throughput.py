@@ -30,6 +30,12 @@ the builds where the change leaves their cache keys alone):
   each job (from its claim to its recorded result, outside every stage: in evaluate() between its stages, and
   in the judge around it) and the time between jobs (claiming the next, or none built yet: with builds in
   the stream, the device waits for them there).
+--mixed FOLDER grades a stream like users' instead: N submissions over N distinct problems of a KernelBench
+folder (level1/, level2/ ...: --levels), each problem's reference renamed ModelNew, and every fourth submission
+a real load_inline kernel of the cases above on a problem of its own, its build in the stream. It is graded
+twice on one server with default settings: a first pass (every problem seen for the first time) and a second
+(the same submissions again, forced: the problems prepared, the kernels built). Compare it with the
+same-problem stream of a run without --mixed (--prebuilt for built kernels).
 Then KernelBench's in-process protocol (bench/kernelbench_inprocess.py) on the same correct kernels, built
 beforehand, for the ratio of device time per verdict. Prints numbers; asserts nothing. Settings for the server
 are KERNELGRADE_* variables (--env), e.g. --env KERNELGRADE_TIMING_PROFILE=fast.
@@ -40,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -54,7 +61,7 @@ from kernelbench_inprocess import InProcess, grade, run_module
 from kernelgrade.config import Settings
 from kernelgrade.evaluator import DeviceKind, EvalRequest, ProblemSpec, precompile
 from kernelgrade.evaluator.sandbox.levels import make_launcher
-from throughput_corpus import Expect, ProblemRef, Submission, build_corpus
+from throughput_corpus import KERNEL_EVERY, Expect, ProblemRef, Submission, build_corpus, mixed_corpus
 from throughput_report import InProcessSummary, RunReport, print_in_process, print_runs, summarize
 from throughput_service import Config, Service, served
 
@@ -78,18 +85,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         print("error: no CUDA device here; --device cpu grades C++ extensions on CPU problems", file=sys.stderr)
         return 2
-    n = args.n or (CUDA_DEFAULT_N if args.device == "cuda" else CPU_DEFAULT_N)
-    corpus = build_corpus(args.device, n, args.compile_errors, args.wrong)
+    corpus = _corpus(args)
     with tempfile.TemporaryDirectory(prefix="kg-throughput-") as tmp:
-        runs = [measure(config, corpus, Path(tmp), i, args) for i, config in enumerate(configs(args))]
+        measured = measure_mixed if args.mixed else measure
+        runs = [run for i, config in enumerate(configs(args)) for run in measured(config, corpus, Path(tmp), i, args)]
         print_runs(runs)
         in_process = None if args.no_in_process else in_process_run(corpus, args.device, Path(tmp) / "kb-ext")
     if in_process is not None:
         print_in_process(in_process, runs)
     if args.json:
-        report = Report(args.device, n, args.prebuilt, args.compile_errors, args.wrong, runs, in_process)
+        report = Report(args.device, len(corpus), args.prebuilt, args.compile_errors, args.wrong, runs, in_process)
         args.json.write_text(json.dumps(asdict(report), indent=2))
     return 0
+
+
+def _compares(args: argparse.Namespace) -> bool:
+    """Whether the run has several configurations (whose labels then tell them apart)."""
+    return bool(args.compare_warm or args.compare or args.before is not None)
 
 
 def configs(args: argparse.Namespace) -> list[Config]:
@@ -104,7 +116,44 @@ def configs(args: argparse.Namespace) -> list[Config]:
     return [Config(f"{label}={v}", {**extra, key: v}) for v in values.split(",")]
 
 
-def measure(config: Config, corpus: list[Submission], root: Path, index: int, args: argparse.Namespace) -> RunReport:
+def _corpus(args: argparse.Namespace) -> list[Submission]:
+    if not args.mixed:
+        n = args.n or (CUDA_DEFAULT_N if args.device == "cuda" else CPU_DEFAULT_N)
+        return build_corpus(args.device, n, args.compile_errors, args.wrong)
+    problems = kernelbench_problems(args.mixed, args.levels)
+    # Every problem of the folder once, and the kernels among them.
+    n = args.n or len(problems) + len(problems) // (KERNEL_EVERY - 1)
+    return mixed_corpus(problems, args.device, n)
+
+
+def kernelbench_problems(folder: Path, levels: Sequence[int]) -> list[ProblemRef]:
+    """The folder's problems of `levels` in a fixed shuffled order, so that a stream's levels interleave."""
+    from kernelgrade.problems.importer import scan_folder
+
+    scan = scan_folder(folder, "kernelbench")
+    chosen = sorted((p for p in scan.problems if p.level in levels), key=lambda p: p.name)
+    random.Random(0).shuffle(chosen)
+    return [ProblemRef(p.name, p.source, builtin=False) for p in chosen]
+
+
+def measure_mixed(config: Config, corpus: list[Submission], root: Path, index: int,
+                  args: argparse.Namespace) -> list[RunReport]:
+    """One server, fresh data dir, two passes: every problem new, then the same submissions again (forced)."""
+    data_dir = root / f"data-{index}"
+    print(f"# {config.label}: starting kernelgrade serve (data dir {data_dir})", flush=True)
+    with served(data_dir, data_dir / f"run-{index}.db", config.env, config.src) as service:
+        service.register_problems(corpus)
+        reports = []
+        for label, force in (("first pass", False), ("second pass", True)):
+            print(f"# {config.label}, {label}: submitting {len(corpus)} submissions", flush=True)
+            graded = service.grade(corpus, force=force, timeout_s=args.timeout)
+            named = f"{config.label}, {label}" if _compares(args) else label
+            reports.append(summarize(replace(config, label=named), graded, service.devices(), None))
+    return reports
+
+
+def measure(config: Config, corpus: list[Submission], root: Path, index: int,
+            args: argparse.Namespace) -> list[RunReport]:
     """One configuration on a server of its own. --prebuilt: every configuration shares the data dir (its
     compile cache), each with a database of its own; otherwise each gets a fresh data dir, builds included."""
     data_dir = root / ("data" if args.prebuilt else f"data-{index}")
@@ -117,7 +166,7 @@ def measure(config: Config, corpus: list[Submission], root: Path, index: int, ar
         build_pass = _build_pass(service, corpus, args.timeout) if args.prebuilt else None
         print(f"# {config.label}: submitting {len(corpus)} submissions", flush=True)
         graded = service.grade(corpus, force=args.prebuilt, timeout_s=args.timeout)
-        return summarize(config, graded, service.devices(), build_pass)
+        return [summarize(config, graded, service.devices(), build_pass)]
 
 
 def build_ahead(corpus: list[Submission], device: str, data_dir: Path, jobs: int, config: Config) -> None:
@@ -191,6 +240,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--compile-errors", type=float, default=0.15, help="fraction that does not build")
     parser.add_argument("--wrong", type=float, default=0.15, help="fraction with wrong output values")
     parser.add_argument("--prebuilt", action="store_true", help="measure already-built submissions only")
+    parser.add_argument("--mixed", type=Path, default=None, metavar="FOLDER",
+                        help="a mixed stream over the distinct problems of a KernelBench folder, in two passes")
+    parser.add_argument("--levels", type=lambda text: [int(v) for v in text.split(",")], default=[1, 2],
+                        help="with --mixed: the levels to take problems from (default 1,2)")
     parser.add_argument("--build-jobs", type=int, default=0, help="with --prebuilt: build J at a time beforehand")
     compare = parser.add_mutually_exclusive_group()
     compare.add_argument("--compare-warm", action="store_true",

@@ -1,4 +1,5 @@
-"""The submissions bench/throughput.py grades: real load_inline kernels from tests/cases, each made distinct.
+"""The submissions bench/throughput.py grades: real load_inline kernels from tests/cases, each made distinct;
+or, for --mixed, a stream over many distinct KernelBench problems with those kernels among them.
 
 A base case is a verdict-case folder (its submission.py, and its problem: a built-in name in problem.txt or a
 problem.py of its own). Every submission of the stream is a variant of one: a `// variant k` line in its C++/CUDA
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -144,4 +146,37 @@ def build_corpus(device: str, n: int, compile_errors: float, wrong: float) -> li
         base = (folder / "submission.py").read_text()
         corpus.append(Submission(index, case.folder, expect, problem_of(folder), variant(base, index, expect, case),
                                  base))
+    return corpus
+
+
+# In a mixed stream, every this many submissions one is a real load_inline kernel from the cases (on problems of
+# its own), so builds run in the stream as they do in users' streams; the others are KernelBench references.
+KERNEL_EVERY = 4
+
+
+def as_model_new(source: str) -> str:
+    """A reference, renamed: `Model` becomes `ModelNew` wherever the name stands alone (its class statement,
+    a `super(Model, self)` call). It computes exactly the reference: correct at about 1x by construction."""
+    return re.sub(r"\bModel\b", "ModelNew", source)
+
+
+def mixed_corpus(problems: list[ProblemRef], device: str, n: int) -> list[Submission]:
+    """n submissions over distinct problems: KernelBench references renamed ModelNew, one per problem in the
+    order given, and every KERNEL_EVERY-th a correct load_inline kernel of the cases (each a distinct build)."""
+    kernels = pools(CUDA_CASES if device == "cuda" else CPU_CASES)[Expect.CORRECT]
+    references = iter(problems)
+    corpus: list[Submission] = []
+    for index in range(n):
+        if index % KERNEL_EVERY == KERNEL_EVERY - 1:
+            case = kernels[(index // KERNEL_EVERY) % len(kernels)]
+            folder = CASES / case.folder
+            base = (folder / "submission.py").read_text()
+            corpus.append(Submission(index, case.folder, Expect.CORRECT, problem_of(folder),
+                                     variant(base, index, Expect.CORRECT, case), base))
+            continue
+        problem = next(references, None)
+        if problem is None:
+            raise ValueError(f"{n} submissions need {n - n // KERNEL_EVERY} problems; the folder has {len(problems)}")
+        source = as_model_new(problem.source)
+        corpus.append(Submission(index, f"reference:{problem.name}", Expect.CORRECT, problem, source, source))
     return corpus

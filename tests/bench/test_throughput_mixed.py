@@ -1,0 +1,38 @@
+"""bench/throughput.py --mixed on the CPU: a real `kernelgrade serve` grades a stream over distinct KernelBench
+problems with a C++ load_inline kernel among them, twice, and prints both passes side by side."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).resolve().parent / "kernelbench"
+# The server's start, one C++ build (about 10-20 s here) and eight fast verdicts of tiny problems, each timed on
+# the CPU: about two minutes on an idle 2-core machine.
+MIXED_S = 600.0
+
+
+@pytest.mark.slow
+def test_a_mixed_stream_is_graded_in_two_passes_over_distinct_problems() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGRADE_")}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "throughput.py"), "--device", "cpu",
+                           "--mixed", str(FIXTURES), "--no-in-process", "--env", "KERNELGRADE_TIMING_PROFILE=fast"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=MIXED_S, check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-6000:]
+    # Three problems' references and, fourth, a C++ kernel on a problem of its own.
+    assert "== 4 distinct submissions, 1 device(s) (builds included)" in done.stdout, output[-6000:]
+    assert re.search(r"^verdicts/hour\s+\d+\.\d\s+\d+\.\d\s+\d+\.\d\dx$", done.stdout, re.MULTILINE), output[-6000:]
+    assert re.search(r"^correct\s+4\s+4$", done.stdout, re.MULTILINE), output[-6000:]
+    cases = set(re.findall(r"^(reference:\S+|cpu_correct)\s+1 /", done.stdout, re.MULTILINE))
+    assert cases == {"reference:1_tiny_relu", "reference:2_tiny_matmul", "reference:1_tiny_gemm_gelu",
+                     "cpu_correct"}, output[-6000:]
+    # The kernel's build ran in the first pass's stream; the second pass found it built.
+    assert re.search(r"compile stage: .*built it \(1\)", done.stdout), output[-6000:]
