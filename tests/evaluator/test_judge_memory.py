@@ -8,7 +8,7 @@ import torch
 
 from kernelgrade.evaluator.host.device_room import leave_room
 from kernelgrade.evaluator.host.reference import oracle_bytes
-from kernelgrade.evaluator.request import OUTPUT_WRITE_BYTES_PER_S, Limits
+from kernelgrade.evaluator.request import MOVE_BYTES_PER_S, Limits
 
 MiB = 1024**2
 
@@ -21,11 +21,11 @@ def test_the_oracle_needs_its_floating_inputs_weights_and_outputs_in_float64() -
     assert oracle_bytes(inputs, model, fp32_output_bytes) == expected
 
 
-def test_writing_outputs_adds_time_in_proportion_to_their_size() -> None:
-    assert Limits.writing(10.0, 0) == 10.0
-    assert Limits.writing(10.0, 6 * 1024 * MiB) == pytest.approx(10.0 + 6 * 1024 * MiB / OUTPUT_WRITE_BYTES_PER_S)
+def test_moving_tensors_adds_time_in_proportion_to_their_size() -> None:
+    assert Limits.moving(10.0, 0) == 10.0
+    assert Limits.moving(10.0, 6 * 1024 * MiB) == pytest.approx(10.0 + 6 * 1024 * MiB / MOVE_BYTES_PER_S)
     # A 6 GiB output at a busy disk's rate: the fast profile's 10 s call limit alone timed its write out.
-    assert Limits.writing(10.0, 6 * 1024 * MiB) > 30.0
+    assert Limits.moving(10.0, 6 * 1024 * MiB) > 30.0
 
 
 def test_off_cuda_the_judge_leaves_no_room_to_measure() -> None:

@@ -96,6 +96,7 @@ def test_a_file_over_the_part_size_is_written_as_parts_and_read_back_whole(tmp_p
     sizes = [tensorfile.part_path(path, i).stat().st_size for i in range(40)
              if tensorfile.part_path(path, i).exists()]
     assert len(sizes) > 30 and max(sizes) <= 4096
+    assert tensorfile.size(path) == sum(sizes)
     back = tensorfile.load(path)
     assert torch.equal(back[0], values[0]) and back[1] == 3
     assert torch.equal(back[2][0], values[2][0]) and torch.equal(back[3], values[3])

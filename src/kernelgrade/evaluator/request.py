@@ -133,10 +133,10 @@ class TrialPlan:
     recheck_timed_outputs: bool = True
 
 
-# Writing outputs into the work dir is the harness's work, not the submission's: a stage that writes them gets
-# this long per byte on top of its limit. 256 MiB/s is a busy host's disk (page-cache writes run several times
-# faster), so a 6 GiB output adds 24 s and a 4 MiB one 16 ms.
-OUTPUT_WRITE_BYTES_PER_S = 256 * 1024**2
+# Reading tensors from the work dir and writing them there is the harness's work, not the submission's: a stage
+# that moves them gets this long per byte on top of its limit. 256 MiB/s is a busy host's disk (page-cache reads
+# and writes run several times faster), so a 6 GiB output adds 24 s and a 4 MiB one 16 ms.
+MOVE_BYTES_PER_S = 256 * 1024**2
 
 
 @dataclass(frozen=True)
@@ -155,9 +155,9 @@ class Limits:
     timing_s: float = 120.0
 
     @staticmethod
-    def writing(limit_s: float, output_bytes: int) -> float:
-        """`limit_s` for a stage that also writes `output_bytes` of outputs for the judge."""
-        return limit_s + output_bytes / OUTPUT_WRITE_BYTES_PER_S
+    def moving(limit_s: float, nbytes: int) -> float:
+        """`limit_s` for a stage that also reads or writes `nbytes` of tensor files (inputs, outputs)."""
+        return limit_s + nbytes / MOVE_BYTES_PER_S
 
 
 @dataclass(frozen=True)

@@ -100,8 +100,9 @@ def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahea
     outputs_path = job.work_dir / "trial_outputs.kgt"
     with job.timed("correctness:call"):
         sizes = [r.numel() * r.element_size() for r in data.expected.refs]
+        moved = sum(sizes) + tensorfile.size(inputs_path)
         leave_room(job.device)
-        reply = session.call(inputs_path, outputs_path, sizes, Limits.writing(job.request.limits.call_s, sum(sizes)),
+        reply = session.call(inputs_path, outputs_path, sizes, Limits.moving(job.request.limits.call_s, moved),
                              settle_s(ahead.reference.forward_s))
     inputs_path.unlink(missing_ok=True)
     with job.timed("correctness:judge"):

@@ -24,7 +24,7 @@ def recheck_timed_outputs(job: Job, record: Record, session: RunSession, referen
     # Into the work dir itself: a root judge's child runs as another uid and can write only there.
     folder = job.work_dir
     most = len(sets) + timing.SAMPLED_OUTPUTS
-    reply = session.timed_outputs(folder, Limits.writing(job.request.limits.call_s, most * reference.output_bytes))
+    reply = session.timed_outputs(folder, Limits.moving(job.request.limits.call_s, most * reference.output_bytes))
     record.note(record.child_reported(reply.integrity))
     if reply.changed_after_return:
         record.add(Finding("timed_output_changed_after_return", Severity.FLAG,

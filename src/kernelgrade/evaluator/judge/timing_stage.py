@@ -36,8 +36,9 @@ from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.judge.settle import settle_s
 from kernelgrade.evaluator.judge.timed_outputs import recheck_timed_outputs
-from kernelgrade.evaluator.request import TimingParams
+from kernelgrade.evaluator.request import Limits, TimingParams
 from kernelgrade.evaluator.result import Stage
+from kernelgrade.evaluator.wire import tensorfile
 from kernelgrade.evaluator.wire.replies import TimedReply
 
 # The finding a stalled host can produce now and then; more timed phases confirm it before it stands.
@@ -136,7 +137,8 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
     settle = settle_s(statistics.median(before.raw.wall_ms) / 1000.0)
     leave_room(job.device)  # the child's input sets and outputs
     with job.timed("timing:candidate_warmup"):
-        warmed = session.warmup(list(timed.paths), params, flush_bytes, limits.timing_s, settle)
+        read = sum(tensorfile.size(path) for path in timed.paths)
+        warmed = session.warmup(list(timed.paths), params, flush_bytes, Limits.moving(limits.timing_s, read), settle)
     record.note(record.child_reported(warmed))
     with job.timed("timing:candidate"):
         candidate = session.time(params, limits.timing_s)

@@ -88,6 +88,11 @@ def save(path: Path, values: Sequence[Any], part_bytes: int | None = None) -> No
                 f.write(chunk)
 
 
+def size(path: Path) -> int:
+    """The bytes of the file at `path` with all its parts."""
+    return sum(_part_sizes(path))
+
+
 def remove(path: Path) -> None:
     """Delete the file at `path` and its parts, once read: large outputs should not sit on the disk."""
     path.unlink(missing_ok=True)
