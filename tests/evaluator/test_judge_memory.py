@@ -6,7 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernelgrade.evaluator.host.device_room import leave_room
+from kernelgrade.evaluator import PrecisionPolicy, compare
+from kernelgrade.evaluator.compare import Comparison, Expected
+from kernelgrade.evaluator.compare_memory import MemoryBudget
+from kernelgrade.evaluator.host import device_room
+from kernelgrade.evaluator.host.device_room import compare_in_room, leave_room
 from kernelgrade.evaluator.host.reference import oracle_bytes
 from kernelgrade.evaluator.request import MOVE_BYTES_PER_S, Limits
 
@@ -30,6 +34,30 @@ def test_moving_tensors_adds_time_in_proportion_to_their_size() -> None:
 
 def test_off_cuda_the_judge_leaves_no_room_to_measure() -> None:
     assert leave_room(torch.device("cpu")) == 0
+
+
+def test_a_comparison_the_device_has_no_room_for_is_made_again_on_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The device running out mid-comparison (another process took memory after the plan) is the judge's to
+    absorb: it compares again in host chunks and gives the whole comparison's result."""
+    budgets: list[int | None] = []
+
+    def out_of_memory_on_the_device(outputs: list[torch.Tensor], expected: Expected, policy: PrecisionPolicy,
+                                    budget: MemoryBudget | None = None) -> Comparison:
+        budgets.append(budget.device_bytes if budget else None)
+        if budget is None or budget.device_bytes != 0:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 7.20 GiB.")
+        return compare.compare_values(outputs, expected, policy, budget)
+
+    x = torch.randn(3000, dtype=torch.float32)
+    expected = Expected([x.clone()], [x.double()])
+    out = [x + 1e-3]
+    monkeypatch.setattr(device_room, "compare_values", out_of_memory_on_the_device)
+    comparison = compare_in_room(out, expected, PrecisionPolicy(), torch.device("cpu"))
+    whole = compare.compare_values(out, expected, PrecisionPolicy())
+    assert budgets == [None, 0]
+    assert (comparison.passed, comparison.code, comparison.message) == (whole.passed, whole.code, whole.message)
+    # Sums of squares in chunks: equal up to the order of summation.
+    assert comparison.rel_error_vs_oracle == pytest.approx(whole.rel_error_vs_oracle, rel=1e-9)
 
 
 @pytest.mark.gpu

@@ -7,7 +7,14 @@ large allocations by what is free.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import torch
+
+from kernelgrade.evaluator.compare import Comparison, Expected, compare_values
+from kernelgrade.evaluator.compare_memory import MemoryBudget
+from kernelgrade.evaluator.request import PrecisionPolicy
 
 # Unused cache below this is kept: handing it back costs a device synchronize and cudaFree calls, and getting
 # it again cudaMalloc calls, for every trial of a small problem; a child misses 256 MiB on no problem that
@@ -27,3 +34,15 @@ def leave_room(device: torch.device) -> int:
         torch.cuda.empty_cache()
     free, _total = torch.cuda.mem_get_info(device)
     return int(free)
+
+
+def compare_in_room(outputs: Sequence[Any], expected: Expected, policy: PrecisionPolicy,
+                    device: torch.device) -> Comparison:
+    """compare_values(), sized by what is free on the device; where the device runs out all the same (another
+    process took memory after the plan), the judge hands back its cache and compares on the host in chunks:
+    an out-of-memory of the judge's is never a kernel's verdict."""
+    try:
+        return compare_values(outputs, expected, policy)
+    except torch.OutOfMemoryError:
+        leave_room(device)
+        return compare_values(outputs, expected, policy, MemoryBudget(device_bytes=0))

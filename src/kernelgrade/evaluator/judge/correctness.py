@@ -13,10 +13,10 @@ from typing import Any
 
 import torch
 
-from kernelgrade.evaluator.compare import Comparison, Expected, check_structure, compare_values
+from kernelgrade.evaluator.compare import Comparison, Expected, check_structure
 from kernelgrade.evaluator.compare_elements import device_free_bytes
 from kernelgrade.evaluator.compare_memory import USABLE_SHARE, MemoryBudget
-from kernelgrade.evaluator.host.device_room import leave_room
+from kernelgrade.evaluator.host.device_room import compare_in_room, leave_room
 from kernelgrade.evaluator.host.reference import Reference, TrialData, derive_seed
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.judge.job import Job, on_device
@@ -141,7 +141,7 @@ def _judge_call(job: Job, record: Record, trial: Trial, reply: CallReply, mutate
             " harness did not wait for (another stream, a thread or process, or a batched future call)."))
     comparison = _structure_failure(reply, list(expected.refs), mutated, job.device.type) or read()
     if not isinstance(comparison, Comparison):
-        comparison = compare_values(comparison, expected, job.request.problem.precision)
+        comparison = compare_in_room(comparison, expected, job.request.problem.precision, job.device)
     record.trials.append(TrialResult(trial.index, trial.secret, comparison.passed, comparison.message,
                                      comparison.max_abs_error, comparison.max_rel_error,
                                      comparison.rel_error_vs_reference, comparison.rel_error_vs_oracle,

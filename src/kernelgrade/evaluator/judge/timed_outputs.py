@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgrade.evaluator import timing
-from kernelgrade.evaluator.compare import compare_values
+from kernelgrade.evaluator.host.device_room import compare_in_room
 from kernelgrade.evaluator.host.reference import Reference, to_device
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.judge.job import Job
@@ -51,7 +51,7 @@ def _recheck(job: Job, reference: Reference, sets: list[list[Any]], folder: Path
         if any(o is None for o in outs) or len(outs) != len(refs) or any(
                 tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype for o, r in zip(outs, refs, strict=True)):
             raise _wrong(f"timed rep {rep}: the output of a timed call has the wrong structure")
-        comparison = compare_values(outs, expected, job.timed_policy)
+        comparison = compare_in_room(outs, expected, job.timed_policy, job.device)
         if not comparison.passed:
             raise _wrong(f"timed rep {rep} (input set {set_index}, scale step {step}): a timed call's output is"
                          f" wrong although the checked calls were right: {comparison.message}")
