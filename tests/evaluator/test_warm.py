@@ -203,6 +203,37 @@ def test_the_least_recently_used_problem_makes_room_for_a_new_trial() -> None:
     assert alone.trial(1) is not alone.trial(1)  # larger than the whole budget: never kept
 
 
+def _running_out(times: int) -> ProblemSpec:
+    """A reference that runs the device out of memory on its first `times` calls, after writing into its input."""
+    return ProblemSpec(f"oom{times}", f"""
+import torch
+calls = [0]
+class Model(torch.nn.Module):
+    def forward(self, a):
+        calls[0] += 1
+        if calls[0] <= {times}:
+            a.mul_(0)
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB.")
+        return a * 2
+def get_inputs():
+    return [torch.randn(64)]
+def get_init_inputs():
+    return []
+""", device=DeviceKind.CPU, content_hash=f"oom-v{times}")
+
+
+def test_a_reference_out_of_device_memory_runs_again_once_other_problems_are_let_go() -> None:
+    references = References()
+    other = references.reference(ADD, CPU_DEVICE, 42)
+    other.trial(1)
+    trial = references.reference(_running_out(1), CPU_DEVICE, 42).trial(3)
+    # Run again on fresh copies of the inputs: the failed call zeroed the ones it was given.
+    torch.testing.assert_close(trial.expected.refs[0], trial.inputs[0] * 2, rtol=0, atol=0)
+    assert references.reference(ADD, CPU_DEVICE, 42) is not other
+    with pytest.raises(torch.OutOfMemoryError):  # twice: the grader's error, to be retried, not a verdict
+        References().reference(_running_out(2), CPU_DEVICE, 42).trial(3)
+
+
 def test_a_cpu_problem_does_not_let_go_of_problems_holding_device_memory() -> None:
     """A GPU judge grades CPU problems too; their trials are checked against host memory only."""
     one = References().reference(_add_problem(0), CPU_DEVICE, 42).trial(1)

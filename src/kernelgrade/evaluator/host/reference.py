@@ -69,15 +69,17 @@ class Footprint:
 
 # Asked before a trial is kept: may this much more be held? (reference_cache.py makes room or says no.)
 Room = Callable[[Footprint], bool]
+# Called when the device ran out under the reference: let go of what other problems keep (reference_cache.py).
+Release = Callable[[], None]
 
 
 class Reference:
     def __init__(self, problem: ProblemSpec, device: torch.device, weight_seed: int, keep_trials: int = 0,
-                 room: Room | None = None) -> None:
+                 room: Room | None = None, release: Release | None = None) -> None:
         """`keep_trials`: how many trials' inputs and expected outputs to keep for later calls of trial()
-        (reference_cache.py), each as `room` allows."""
+        (reference_cache.py), each as `room` allows; `release` lets go of what other problems keep."""
         self.problem = problem
-        self.keep_trials, self._room = keep_trials, room
+        self.keep_trials, self._room, self._release = keep_trials, room, release
         self._trials: dict[int, TrialData] = {}
         self.kept = Footprint()
         # The reference's own time for one call, warm (the shortest seen): what settle.py scales.
@@ -141,12 +143,25 @@ class Reference:
         """`placed`: copies of `inputs` on the device for the reference to run on (and write into, if it does);
         the oracle and the roundings start again from `inputs`."""
         with precision_flags.held():
-            refs = [t.detach() for t in flatten_outputs(self.forward(placed))]
+            refs = self._outputs_in_room(inputs, placed)
             self.output_bytes = max(self.output_bytes, _nbytes(refs))
             if not self._wants_oracle(refs):
                 return Expected(refs)
             oracles = self._oracle(inputs, _nbytes(refs))
         return Expected(refs, oracles, functools.cache(functools.partial(self._rounded, inputs)))
+
+    def _outputs_in_room(self, inputs: Sequence[Any], placed: list[Any]) -> list[torch.Tensor]:
+        """The reference's outputs on `placed`. Where the device runs out under it, the judge lets go of what it
+        keeps for other problems, hands its cache back and runs it once more, on fresh copies of `inputs` (the
+        failed call may have written into `placed`); a second out-of-memory is the grader's error, retried
+        later, never the submission's verdict."""
+        try:
+            return [t.detach() for t in flatten_outputs(self.forward(placed))]
+        except torch.OutOfMemoryError:
+            if self._release is not None:
+                self._release()
+            leave_room(self.device)
+        return [t.detach() for t in flatten_outputs(self.forward(_copies_on(inputs, self.device)))]
 
     def _wants_oracle(self, refs: list[torch.Tensor]) -> bool:
         policy = self.problem.precision.kind

@@ -71,7 +71,7 @@ class References:
                 del self._kept[key]
                 self._stateful.add(key)
         fresh = Reference(problem, device, weight_seed, KEEP_TRIALS if key not in self._stateful else 0,
-                          functools.partial(self._make_room, key))
+                          functools.partial(self._make_room, key), functools.partial(self._let_go_all_but, key))
         if key not in self._stateful:
             with self._lock:
                 while len(self._kept) >= KEEP_PROBLEMS:
@@ -99,6 +99,12 @@ class References:
                 return False
             del self._kept[other]
         return True
+
+    def _let_go_all_but(self, key: tuple[str, str, int]) -> None:
+        """Every problem kept but the one under `key`: its reference ran the device out of memory."""
+        with self._lock:
+            for other in [k for k in self._kept if k != key]:
+                del self._kept[other]
 
     def _held(self) -> Footprint:
         return sum((reference.kept + reference.models() for reference, _ in self._kept.values()), Footprint())
