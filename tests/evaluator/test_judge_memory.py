@@ -45,7 +45,7 @@ def test_a_comparison_the_device_has_no_room_for_is_made_again_on_the_host(monke
                                     budget: MemoryBudget | None = None) -> Comparison:
         budgets.append(budget.device_bytes if budget else None)
         if budget is None or budget.device_bytes != 0:
-            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 7.20 GiB.")
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 7.20 GiB.")
         return compare.compare_values(outputs, expected, policy, budget)
 
     x = torch.randn(3000, dtype=torch.float32)

@@ -213,7 +213,7 @@ class Model(torch.nn.Module):
         calls[0] += 1
         if calls[0] <= {times}:
             a.mul_(0)
-            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB.")
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB.")
         return a * 2
 def get_inputs():
     return [torch.randn(64)]
@@ -230,7 +230,7 @@ def test_a_reference_out_of_device_memory_runs_again_once_other_problems_are_let
     # Run again on fresh copies of the inputs: the failed call zeroed the ones it was given.
     torch.testing.assert_close(trial.expected.refs[0], trial.inputs[0] * 2, rtol=0, atol=0)
     assert references.reference(ADD, CPU_DEVICE, 42) is not other
-    with pytest.raises(torch.OutOfMemoryError):  # twice: the grader's error, to be retried, not a verdict
+    with pytest.raises(torch.cuda.OutOfMemoryError):  # twice: the grader's error, to be retried, not a verdict
         References().reference(_running_out(2), CPU_DEVICE, 42).trial(3)
 
 

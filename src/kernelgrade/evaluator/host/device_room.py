@@ -43,6 +43,6 @@ def compare_in_room(outputs: Sequence[Any], expected: Expected, policy: Precisio
     an out-of-memory of the judge's is never a kernel's verdict."""
     try:
         return compare_values(outputs, expected, policy)
-    except torch.OutOfMemoryError:
+    except torch.cuda.OutOfMemoryError:
         leave_room(device)
         return compare_values(outputs, expected, policy, MemoryBudget(device_bytes=0))

@@ -157,7 +157,7 @@ class Reference:
         later, never the submission's verdict."""
         try:
             return [t.detach() for t in flatten_outputs(self.forward(placed))]
-        except torch.OutOfMemoryError:
+        except torch.cuda.OutOfMemoryError:
             if self._release is not None:
                 self._release()
             leave_room(self.device)
@@ -175,7 +175,7 @@ class Reference:
         if self.device.type == "cuda" and need <= leave_room(self.device) * ORACLE_SHARE:
             try:
                 return self._oracle_on(self.device, inputs)
-            except torch.OutOfMemoryError:
+            except torch.cuda.OutOfMemoryError:
                 self._oracle_models.pop(self.device, None)
                 leave_room(self.device)
         return self._oracle_on(torch.device("cpu"), inputs)
