@@ -34,6 +34,8 @@ SUITE = "kernelbench"
 SUBMITTER = "kernelbench-sweep"
 # An honest reference against itself: speedups outside this band are timing noise worth a look.
 STEADY = (0.9, 1.1)
+# The slowest and the largest problems the summary names.
+EXTREMES = 5
 # A level 3 problem's fast-profile verdict takes a minute or two on a GPU host, a CPU fixture seconds; a
 # whole level of 100 problems fits in this with room to spare.
 DEFAULT_TIMEOUT_S = 4 * 3600.0
@@ -138,7 +140,21 @@ def summary(rows: list[Row]) -> list[str]:
     lines = [f"{len(rows)} problems: " + ", ".join(f"{verdict} {n}" for verdict, n in sorted(counts.items()))]
     lines.append(f"speedups outside {STEADY[0]}-{STEADY[1]}x: {len(unsteady)}")
     lines += [f"  {r.problem}: {r.speedup:.3f}x" for r in unsteady if r.speedup is not None]
+    slowest = sorted(rows, key=_seconds, reverse=True)[:EXTREMES]
+    lines.append("slowest (seconds over all stages): " + ", ".join(f"{r.problem} {_seconds(r):.0f} s" for r in slowest))
+    largest = sorted((r for r in rows if r.judge_peak_bytes is not None), key=_peak, reverse=True)[:EXTREMES]
+    if largest:
+        lines.append("largest (judge / child peak device memory): " + ", ".join(
+            f"{r.problem} {_gib(r.judge_peak_bytes)} / {_gib(r.child_peak_bytes)}" for r in largest))
     return lines
+
+
+def _seconds(row: Row) -> float:
+    return sum(seconds for _, seconds in row.stages)
+
+
+def _peak(row: Row) -> int:
+    return row.judge_peak_bytes or 0
 
 
 def _gib(value: int | None) -> str:

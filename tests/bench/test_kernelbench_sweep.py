@@ -33,7 +33,7 @@ def test_the_sweep_grades_each_reference_correct_and_summarises() -> None:
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^(\d+_tiny_\w+)\s+(\S+)", done.stdout, re.MULTILINE)}
     assert rows == {"1_tiny_relu": "correct", "1_tiny_gemm_gelu": "correct"}, output[-6000:]
     assert "2 problems: correct 2" in done.stdout
-    assert "speedups outside 0.9-1.1x:" in done.stdout
+    assert "speedups outside 0.9-1.1x:" in done.stdout and "slowest (seconds over all stages): 1_tiny_" in done.stdout
     assert re.search(r"^1_tiny_relu .*correctness=\d+\.\d+ .*timing=\d+\.\d+", done.stdout, re.MULTILINE)
 
 
