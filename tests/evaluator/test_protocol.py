@@ -217,7 +217,7 @@ def test_the_compile_exchange_crosses_unchanged_and_refuses_a_library_outside_th
 
 
 TIMING = TimingStats(40, 1.5, 1.6, 0.1, 1.2, 2.5, 1.4, 1.7, "target_precision", (1.2, 1.5, 2.5), 1.9, 1)
-METHOD = TimingMethod("cuda_event", 1 << 28, 3, 25.0, 20, 1000, 0.005, 0.01, 2000.0, 30000.0, 3, l2_persisting="reset")
+METHOD = TimingMethod("cuda_event", 1 << 28, 3, 25.0, 20, 1000, 0.01, 2000.0, 30000.0, 3, l2_persisting="reset")
 FULL = EvalResult(
     Verdict.FLAGGED, "add_relu", "abc", "fp32", Failure(Stage.TIMING, "timer_patched", "the clock", "detail", 12),
     (TrialResult(0, False, True, "", 1e-7, 2e-7, 3e-8, 4e-8, 5e-8), TrialResult(1, True, False, "differs")),
@@ -234,6 +234,13 @@ def test_a_full_result_survives_storage() -> None:
     assert EvalResult.from_json_dict(stored) == FULL
     assert stored["verdict"] == "flagged" and stored["stage_seconds"][0] == ["compile", 1.25]
     assert CompiledBaseline.from_json_dict(stored["compiled_baseline"]) == FULL.compiled_baseline
+
+
+def test_a_result_stored_with_the_mean_precision_target_still_reads() -> None:
+    """Results stored before the stopping rule dropped the mean's standard error record a `target_rse`."""
+    stored = json.loads(json.dumps(FULL.to_json_dict()))
+    stored["method"]["target_rse"] = 0.005
+    assert EvalResult.from_json_dict(stored) == FULL
 
 
 def test_nan_is_stored_as_null_and_read_back_as_nan() -> None:
