@@ -58,6 +58,7 @@ from pathlib import Path
 import torch
 
 from kernelbench_inprocess import InProcess, grade, run_module
+from kernelbench_sweep import selected
 from kernelgrade.config import Settings
 from kernelgrade.evaluator import DeviceKind, EvalRequest, ProblemSpec, precompile
 from kernelgrade.evaluator.sandbox.levels import make_launcher
@@ -127,11 +128,9 @@ def _corpus(args: argparse.Namespace) -> list[Submission]:
 
 
 def kernelbench_problems(folder: Path, levels: Sequence[int]) -> list[ProblemRef]:
-    """The folder's problems of `levels` in a fixed shuffled order, so that a stream's levels interleave."""
-    from kernelgrade.problems.importer import scan_folder
-
-    scan = scan_folder(folder, "kernelbench")
-    chosen = sorted((p for p in scan.problems if p.level in levels), key=lambda p: p.name)
+    """The folder's problems of `levels` (as the sweep selects them) in a fixed shuffled order, so that a
+    stream's levels interleave."""
+    chosen = selected(folder, levels, None)
     random.Random(0).shuffle(chosen)
     return [ProblemRef(p.name, p.source, builtin=False) for p in chosen]
 

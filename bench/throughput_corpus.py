@@ -140,13 +140,16 @@ def build_corpus(device: str, n: int, compile_errors: float, wrong: float) -> li
     corpus = []
     for index, expect in enumerate(schedule(n, compile_errors, wrong)):
         pool = by_outcome[expect]
-        case = pool[taken[expect] % len(pool)]
+        corpus.append(case_submission(index, pool[taken[expect] % len(pool)], expect))
         taken[expect] += 1
-        folder = CASES / case.folder
-        base = (folder / "submission.py").read_text()
-        corpus.append(Submission(index, case.folder, expect, problem_of(folder), variant(base, index, expect, case),
-                                 base))
     return corpus
+
+
+def case_submission(index: int, case: BaseCase, expect: Expect) -> Submission:
+    """Submission `index` of the stream: a variant of the case's kernel that gives `expect`."""
+    folder = CASES / case.folder
+    base = (folder / "submission.py").read_text()
+    return Submission(index, case.folder, expect, problem_of(folder), variant(base, index, expect, case), base)
 
 
 # In a mixed stream, every this many submissions one is a real load_inline kernel from the cases (on problems of
@@ -168,11 +171,7 @@ def mixed_corpus(problems: list[ProblemRef], device: str, n: int) -> list[Submis
     corpus: list[Submission] = []
     for index in range(n):
         if index % KERNEL_EVERY == KERNEL_EVERY - 1:
-            case = kernels[(index // KERNEL_EVERY) % len(kernels)]
-            folder = CASES / case.folder
-            base = (folder / "submission.py").read_text()
-            corpus.append(Submission(index, case.folder, Expect.CORRECT, problem_of(folder),
-                                     variant(base, index, Expect.CORRECT, case), base))
+            corpus.append(case_submission(index, kernels[(index // KERNEL_EVERY) % len(kernels)], Expect.CORRECT))
             continue
         problem = next(references, None)
         if problem is None:
