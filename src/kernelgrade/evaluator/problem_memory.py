@@ -48,8 +48,8 @@ def estimate(source: str, name: str) -> ProblemMemory:
         with torch.no_grad():
             outputs = [o for o in flatten_outputs(model(*inputs)) if isinstance(o, torch.Tensor)]
     weights = [*model.parameters(), *model.buffers()]
-    return ProblemMemory(inputs=_bytes(_tensors(inputs)), weights=_bytes(weights) + _float64_bytes(weights),
-                         outputs=2 * _bytes(outputs), oracle=_float64_bytes(_tensors(inputs)) + _float64_bytes(outputs),
+    return ProblemMemory(inputs=_bytes(_tensors(inputs)), weights=_bytes(weights) + float64_bytes(weights),
+                         outputs=2 * _bytes(outputs), oracle=float64_bytes(_tensors(inputs)) + float64_bytes(outputs),
                          comparison=sum(o.numel() * _comparison_per_element(o) for o in outputs))
 
 
@@ -61,7 +61,7 @@ def _bytes(tensors: Iterable[torch.Tensor]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def _float64_bytes(tensors: Iterable[torch.Tensor]) -> int:
+def float64_bytes(tensors: Iterable[torch.Tensor]) -> int:
     """The oracle's float64 copies: of floating-point tensors only, the others are used as they are."""
     return sum(t.numel() * FLOAT64 for t in tensors if t.is_floating_point())
 

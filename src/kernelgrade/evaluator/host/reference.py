@@ -22,6 +22,7 @@ from kernelgrade.evaluator.compare import Expected, flatten_outputs
 from kernelgrade.evaluator.host.device_room import ORACLE_SHARE, leave_room
 from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
+from kernelgrade.evaluator.problem_memory import float64_bytes
 from kernelgrade.evaluator.request import PrecisionKind, ProblemSpec
 from kernelgrade.evaluator.rounding import Rounding, round_to
 from kernelgrade.evaluator.source_module import load_problem_module
@@ -213,9 +214,8 @@ def _copies_on(values: Sequence[Any], device: torch.device) -> list[Any]:
 def oracle_bytes(inputs: Sequence[Any], model: torch.nn.Module, output_bytes: int) -> int:
     """What the float64 oracle holds at least: its inputs, weights and outputs as float64 (twice their fp32
     bytes; the outputs' fp32 size is `output_bytes`). Activations inside forward() come on top."""
-    floating = [t for t in [*inputs, *model.parameters(), *model.buffers()]
-                if isinstance(t, torch.Tensor) and t.is_floating_point()]
-    return sum(t.numel() * 8 for t in floating) + 2 * output_bytes
+    tensors = [t for t in [*inputs, *model.parameters(), *model.buffers()] if isinstance(t, torch.Tensor)]
+    return float64_bytes(tensors) + 2 * output_bytes
 
 
 def _nbytes(values: Sequence[Any]) -> int:
