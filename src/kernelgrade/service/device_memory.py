@@ -17,6 +17,6 @@ DEVICE_MEMORY_BYTES: dict[str, int] = {
 }
 
 
-def device_classes(reported: Mapping[str, int]) -> dict[str, int]:
+def with_reported(reported: Mapping[str, int]) -> dict[str, int]:
     """The known classes with what judges reported on top: a judge's own measure wins over the table's."""
     return {**DEVICE_MEMORY_BYTES, **reported}

@@ -8,7 +8,7 @@ from typing import cast
 
 from kernelgrade.sandbox_policy import UNSANDBOXED_WARNING, unsandboxed
 from kernelgrade.service.auth import Principal
-from kernelgrade.service.device_memory import device_classes
+from kernelgrade.service.device_memory import with_reported
 from kernelgrade.service.schemas import (
     DeviceFitOut,
     EnvironmentOut,
@@ -97,7 +97,7 @@ def problem_memory(problem: ProblemRecord, device_memory: Mapping[str, int]) -> 
         return None
     devices = [] if problem.device_kind != "cuda" else [
         DeviceFitOut(device_class=name, memory_bytes=size, fits=need.least <= size)
-        for name, size in sorted(device_classes(device_memory).items())]
+        for name, size in sorted(with_reported(device_memory).items())]
     return ProblemMemoryOut(bytes=need.total, least_bytes=need.least, inputs_bytes=need.inputs,
                             weights_bytes=need.weights, outputs_bytes=need.outputs, oracle_bytes=need.oracle,
                             comparison_bytes=need.comparison, devices=devices)
