@@ -3,7 +3,8 @@
 Each problem's `Model`, renamed `ModelNew`, is pure PyTorch and computes exactly the reference, so an honest
 grader calls it correct at a speedup near 1x. A sweep finds the problems the grader cannot grade as given
 (sizes past a limit, problems that do not run on the device, judges out of memory) and the ones whose timing
-is unsteady. Usage:
+is unsteady. Beside them, the naive load_inline kernels of bench/kernelbench_kernels/ (one file per problem,
+named by its catalogue name) are graded for the problems chosen, builds and all. Usage:
 
     python bench/kernelbench_sweep.py KernelBench/KernelBench --level 1 --limit 10
 
@@ -32,6 +33,8 @@ from throughput_service import served
 
 SUITE = "kernelbench"
 SUBMITTER = "kernelbench-sweep"
+REFERENCE = "reference"  # the model name a problem's own reference is submitted under
+KERNELS = Path(__file__).resolve().parent / "kernelbench_kernels"
 # An honest reference against itself: speedups outside this band are timing noise worth a look.
 STEADY = (0.9, 1.1)
 # The slowest and the largest problems the summary names.
@@ -47,6 +50,7 @@ class Row:
     """One problem's verdict as the API reported it."""
 
     problem: str
+    submission: str  # REFERENCE or the kernel file's name
     verdict: str
     code: str
     speedup: float | None
@@ -73,7 +77,17 @@ def _order(problem: Problem) -> tuple[int, str]:
     return (int(match.group(1)) if match else 1 << 30, problem.name)
 
 
-def sweep(problems: list[Problem], settings: dict[str, str], timeout_s: float) -> list[Row]:
+def submissions(problems: Sequence[Problem], kernels: Path | None) -> list[SubmissionIn]:
+    """Each problem's reference renamed ModelNew, then the kernels of `kernels` written for those problems."""
+    chosen = [SubmissionIn(problem=p.name, source=as_model_new(p.source), submitter=SUBMITTER, model=REFERENCE,
+                           force=True) for p in problems]
+    names = {p.name for p in problems}
+    files = sorted(kernels.glob("*.py")) if kernels is not None else []
+    return chosen + [SubmissionIn(problem=f.stem, source=f.read_text(), submitter=SUBMITTER, model=f.name,
+                                  force=True) for f in files if f.stem in names]
+
+
+def sweep(problems: list[Problem], kernels: Path | None, settings: dict[str, str], timeout_s: float) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="kernelgrade-sweep-") as tmp, \
             served(Path(tmp) / "data", Path(tmp) / "sweep.db", settings) as service:
         for problem in problems:
@@ -83,9 +97,7 @@ def sweep(problems: list[Problem], settings: dict[str, str], timeout_s: float) -
             if not response.is_success:
                 raise RuntimeError(f"problem {problem.name} was refused: {response.status_code} {response.text[:500]}")
         with Client(service.url) as client:
-            items = client.submit_many(SubmissionIn(problem=p.name, source=as_model_new(p.source),
-                                                    submitter=SUBMITTER, model="reference", force=True)
-                                       for p in problems)
+            items = client.submit_many(submissions(problems, kernels))
             ids = [_submitted(item.submission, item.error) for item in items]
             done = dict(_reported(client.as_completed(ids, timeout_s), len(ids)))
     return [done[i] for i in ids]
@@ -111,7 +123,7 @@ def _row(out: SubmissionOut) -> Row:
     result = evaluation.result or {}
     extra = dict(result.get("extra") or [])
     stages = tuple((str(label), float(s)) for label, s in result.get("stage_seconds") or [] if ":" not in label)
-    return Row(out.problem, str(evaluation.verdict), evaluation.failure.code if evaluation.failure else "",
+    return Row(out.problem, out.model, str(evaluation.verdict), evaluation.failure.code if evaluation.failure else "",
                evaluation.speedup, _int(extra.get("judge_peak_device_bytes")),
                _int(extra.get("child_peak_device_bytes")), stages)
 
@@ -121,7 +133,7 @@ def _int(value: object) -> int | None:
 
 
 def report(rows: list[Row]) -> str:
-    lines = [f"{'problem':40} {'verdict':14} {'speedup':>8} {'judge peak':>11} {'child peak':>11}  stages (s)"]
+    lines = [f"{'problem':48} {'verdict':14} {'speedup':>8} {'judge peak':>11} {'child peak':>11}  stages (s)"]
     lines += [_line(row) for row in rows]
     return "\n".join([*lines, "", *summary(rows)])
 
@@ -130,22 +142,31 @@ def _line(row: Row) -> str:
     speedup = f"{row.speedup:.3f}" if row.speedup is not None else "-"
     stages = " ".join(f"{label}={seconds:.2f}" for label, seconds in row.stages)
     verdict = f"{row.verdict}:{row.code}" if row.code else row.verdict
-    return (f"{row.problem[:40]:40} {verdict[:14]:14} {speedup:>8} {_gib(row.judge_peak_bytes):>11}"
+    return (f"{_label(row)[:48]:48} {verdict[:14]:14} {speedup:>8} {_gib(row.judge_peak_bytes):>11}"
             f" {_gib(row.child_peak_bytes):>11}  {stages}")
 
 
+def _label(row: Row) -> str:
+    return row.problem if row.submission == REFERENCE else f"{row.problem} [{row.submission}]"
+
+
 def summary(rows: list[Row]) -> list[str]:
-    counts = Counter(row.verdict for row in rows)
-    unsteady = [r for r in rows if r.speedup is not None and not STEADY[0] <= r.speedup <= STEADY[1]]
-    lines = [f"{len(rows)} problems: " + ", ".join(f"{verdict} {n}" for verdict, n in sorted(counts.items()))]
+    references = [r for r in rows if r.submission == REFERENCE]
+    counts = Counter(row.verdict for row in references)
+    unsteady = [r for r in references if r.speedup is not None and not STEADY[0] <= r.speedup <= STEADY[1]]
+    lines = [f"{len(references)} problems: " + ", ".join(f"{verdict} {n}" for verdict, n in sorted(counts.items()))]
     lines.append(f"speedups outside {STEADY[0]}-{STEADY[1]}x: {len(unsteady)}")
     lines += [f"  {r.problem}: {r.speedup:.3f}x" for r in unsteady if r.speedup is not None]
+    kernels = [r for r in rows if r.submission != REFERENCE]
+    if kernels:
+        lines.append(f"{len(kernels)} naive kernels: " + ", ".join(
+            f"{r.problem} {r.verdict}" + (f" {r.speedup:.3f}x" if r.speedup is not None else "") for r in kernels))
     slowest = sorted(rows, key=_seconds, reverse=True)[:EXTREMES]
-    lines.append("slowest (seconds over all stages): " + ", ".join(f"{r.problem} {_seconds(r):.0f} s" for r in slowest))
+    lines.append("slowest (seconds over all stages): " + ", ".join(f"{_label(r)} {_seconds(r):.0f} s" for r in slowest))
     largest = sorted((r for r in rows if r.judge_peak_bytes is not None), key=_peak, reverse=True)[:EXTREMES]
     if largest:
         lines.append("largest (judge / child peak device memory): " + ", ".join(
-            f"{r.problem} {_gib(r.judge_peak_bytes)} / {_gib(r.child_peak_bytes)}" for r in largest))
+            f"{_label(r)} {_gib(r.judge_peak_bytes)} / {_gib(r.child_peak_bytes)}" for r in largest))
     return lines
 
 
@@ -179,6 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         " (repeatable), e.g. 66_conv_standard_3d__asymmetric_input__square_kernel")
     parser.add_argument("--env", action="append", default=[], help="KERNELGRADE_NAME=VALUE for the server"
                         " (repeatable); KERNELGRADE_TIMING_PROFILE=fast unless given")
+    parser.add_argument("--kernels", type=Path, default=KERNELS, help="a folder of kernel submissions named by"
+                        f" problem, graded beside the references (default: {KERNELS.name}/)")
+    parser.add_argument("--no-kernels", dest="kernels", action="store_const", const=None,
+                        help="the references alone")
     parser.add_argument("--timeout-s", type=float, default=DEFAULT_TIMEOUT_S)
     args = parser.parse_args(argv)
     problems = selected(args.folder, args.level or [1, 2, 3], args.limit, args.problem)
@@ -186,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"no problems of levels {args.level or [1, 2, 3]} under {args.folder}", file=sys.stderr)
         return 2
     print(f"# kernelbench sweep: {len(problems)} problems from {args.folder}", flush=True)
-    print(report(sweep(problems, _settings(args.env), args.timeout_s)))
+    print(report(sweep(problems, args.kernels, _settings(args.env), args.timeout_s)))
     return 0
 
 

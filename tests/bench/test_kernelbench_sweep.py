@@ -13,8 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "kernelbench"
-# The server's start (torch, migrations, a judge) and three pure-PyTorch verdicts under the fast profile:
-# about 25 s on an idle 2-core machine, no builds.
+KERNELS = Path(__file__).resolve().parent / "kernelbench_kernels"
+# The server's start (torch, migrations, a judge), two pure-PyTorch verdicts under the fast profile and one
+# C++ kernel's (its build about 20 s): under a minute on an idle 2-core machine.
 SWEEP_S = 300.0
 
 
@@ -27,12 +28,15 @@ def run_sweep(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_the_sweep_grades_each_reference_correct_and_summarises() -> None:
-    done = run_sweep("--level", "1", "--limit", "1", "--level", "2")
+    done = run_sweep("--level", "1", "--limit", "1", "--level", "2", "--kernels", str(KERNELS))
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
-    rows = {m.group(1): m.group(2) for m in re.finditer(r"^(\d+_tiny_\w+)\s+(\S+)", done.stdout, re.MULTILINE)}
-    assert rows == {"1_tiny_relu": "correct", "1_tiny_gemm_gelu": "correct"}, output[-6000:]
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^(\d+_tiny_\w+(?: \[\S+\])?)\s+(\S+)", done.stdout,
+                                                         re.MULTILINE)}
+    assert rows == {"1_tiny_relu": "correct", "1_tiny_gemm_gelu": "correct",
+                    "1_tiny_relu [1_tiny_relu.py]": "correct"}, output[-6000:]
     assert "2 problems: correct 2" in done.stdout
+    assert "1 naive kernels: 1_tiny_relu correct" in done.stdout
     assert "speedups outside 0.9-1.1x:" in done.stdout and "slowest (seconds over all stages): 1_tiny_" in done.stdout
     assert re.search(r"^1_tiny_relu .*correctness=\d+\.\d+ .*timing=\d+\.\d+", done.stdout, re.MULTILINE)
 
