@@ -20,6 +20,7 @@ import torch
 
 from kernelgrade.evaluator.compare import Expected, flatten_outputs
 from kernelgrade.evaluator.host.device_room import ORACLE_SHARE, leave_room
+from kernelgrade.evaluator.host.seeded_draws import SeededDraws
 from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
 from kernelgrade.evaluator.problem_memory import float64_bytes
@@ -38,10 +39,6 @@ def derive_seed(seed: int, kind: str, index: int, secret: str) -> int:
 
 def to_device(values: Sequence[Any], device: torch.device) -> list[Any]:
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
-
-
-# get_inputs() and the reference's constructor draw from torch's global CPU generator.
-_GLOBAL_RNG = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -89,10 +86,10 @@ class Reference:
         self.output_bytes = 0
         self.device = device
         self.module = load_problem_module(problem.source, problem.name)
-        with _GLOBAL_RNG:
-            self.init_inputs = list(self.module.get_init_inputs())
-            torch.manual_seed(weight_seed)
-            self.model = self.module.Model(*self.init_inputs).to(device)
+        self._draws = SeededDraws(problem.name)
+        self.init_inputs = self._draws.unseeded(lambda: list(self.module.get_init_inputs()))
+        # Seeded as the run child seeds ModelNew's construction, so layers built alike start with equal weights.
+        self.model = self._draws.run(weight_seed, lambda: self.module.Model(*self.init_inputs)).to(device)
         self._oracle_models: dict[torch.device, torch.nn.Module] = {}
         self._rounded_models: dict[Rounding, torch.nn.Module] = {}
 
@@ -102,12 +99,9 @@ class Reference:
         return Footprint.of([t for m in modules for t in [*m.parameters(), *m.buffers()]])
 
     def make_inputs(self, seed: int) -> list[Any]:
-        """The problem's own get_inputs() under a private seed, on the CPU as the format says. get_inputs()
-        draws from torch's global generator, so one thread at a time (timing inputs are made in the
-        background while the correctness trials run)."""
-        with _GLOBAL_RNG, torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            return list(self.module.get_inputs())
+        """The problem's own get_inputs() under a private seed, on the CPU as the format says. Other judges of
+        this process, and the background thread that makes timing inputs, draw meanwhile (seeded_draws.py)."""
+        return self._draws.run(seed, lambda: list(self.module.get_inputs()))
 
     def trial(self, seed: int) -> TrialData:
         """A trial's inputs, what the judge expects for them and the inputs' fingerprints; kept for the next

@@ -1,0 +1,156 @@
+"""Seeded random draws of problem code (get_inputs(), a reference's constructor) without a process-wide lock.
+
+Problem code draws from torch's global generator: `torch.rand(M, K)` takes no generator. Seeding that one
+generator and drawing had to be one thread at a time, and the judges of a GPU host share one process: while one
+drew a problem's 8 GiB of inputs (seconds of serial CPU work per trial), the other GPUs' judges waited to draw
+even a few kilobytes, and a sweep on four GPUs ran slower than on one.
+
+So each draw first runs under a thread-local torch function mode that hands the calls which take a generator
+a private one, seeded the same way (a generator seeded with `s` gives what the global one gives after
+`torch.manual_seed(s)`). A draw that may have reached a global generator anyway is made again, the old way,
+alone, and that problem's draws go the old way from then on. It shows in one of two ways: the mode saw a
+random call it could not redirect (a draw on a GPU, a *_like factory), or the global CPU generator's state
+moved (a call the mode does not know, the problem's own `manual_seed`; or, rarely, another thread's CPU
+dropout, which costs only speed). Private draws share the gate; old-way draws hold it alone, so no private
+draw sees the global state move because of one.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def _initializers() -> set[Callable[..., Any]]:
+    """torch.nn.init's public functions that take a generator. A layer's constructor calls them, and the mode
+    must hand them the generator itself: the draws they make inside run with the mode set aside."""
+    return {f for name, f in vars(torch.nn.init).items()
+            if inspect.isfunction(f) and not name.startswith("_") and "generator" in inspect.signature(f).parameters}
+
+
+# The random calls that take a `generator` in every torch we support. The *_like factories take one only in
+# newer versions; a draw through them reaches the global generator and goes the old way.
+_TAKES_GENERATOR = frozenset({
+    torch.rand, torch.randn, torch.randint, torch.randperm, torch.normal, torch.bernoulli, torch.multinomial,
+    torch.poisson, torch.Tensor.uniform_, torch.Tensor.normal_, torch.Tensor.random_, torch.Tensor.bernoulli_,
+    torch.Tensor.exponential_, torch.Tensor.cauchy_, torch.Tensor.log_normal_, torch.Tensor.geometric_,
+    *_initializers(),
+})
+_RANDOM = _TAKES_GENERATOR | {torch.rand_like, torch.randn_like, torch.randint_like}
+
+
+class _Gate:
+    """Shared for private draws, alone for old-way ones; a waiting old-way draw keeps new private ones out."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._sharing = 0
+        self._alone = False
+        self._waiting_alone = 0
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._changed:
+            self._changed.wait_for(lambda: not self._alone and not self._waiting_alone)
+            self._sharing += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._sharing -= 1
+                self._changed.notify_all()
+
+    @contextmanager
+    def alone(self) -> Iterator[None]:
+        with self._changed:
+            self._waiting_alone += 1
+            self._changed.wait_for(lambda: not self._alone and not self._sharing)
+            self._waiting_alone -= 1
+            self._alone = True
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._alone = False
+                self._changed.notify_all()
+
+
+_GATE = _Gate()
+
+
+class _PrivateGenerator(TorchFunctionMode):
+    """Hands `generator` to the CPU draws that take one and were given none; notes the random calls it could
+    not redirect."""
+
+    def __init__(self, generator: torch.Generator) -> None:
+        super().__init__()
+        self.generator = generator
+        self.missed = False
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if func in _RANDOM and kwargs.get("generator") is None:
+            if func in _TAKES_GENERATOR and _target(args, kwargs).type == "cpu":
+                kwargs["generator"] = self.generator
+            else:
+                self.missed = True
+        return func(*args, **kwargs)
+
+
+def _target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.device:
+    """The device a random call draws on: its `device`, else its first tensor's, else torch's default."""
+    if kwargs.get("device") is not None:
+        return torch.device(kwargs["device"])
+    for value in (*args, kwargs.get("out")):
+        if isinstance(value, torch.Tensor):
+            return value.device
+    return torch.get_default_device()
+
+
+class SeededDraws:
+    """One problem's seeded draws: privately while its code allows, else through the global generator alone."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.global_only = False
+
+    def run(self, seed: int, draw: Callable[[], T]) -> T:
+        """draw()'s value with torch seeded with `seed`; the global generators' states are as they were."""
+        if not self.global_only:
+            with _GATE.shared():
+                before = torch.get_rng_state()
+                private = _PrivateGenerator(torch.Generator().manual_seed(seed))
+                with private:
+                    value = draw()
+                if not private.missed and torch.equal(before, torch.get_rng_state()):
+                    return value
+                torch.set_rng_state(before)
+            self.global_only = True
+            log.info("problem %s draws from torch's global generator; its draws take turns with other judges'",
+                     self.name)
+        with _GATE.alone(), torch.random.fork_rng(devices=_initialized_devices()):
+            torch.manual_seed(seed)
+            return draw()
+
+    @staticmethod
+    def unseeded(draw: Callable[[], T]) -> T:
+        """draw()'s value from the global generators as they are (get_init_inputs(), which the run child does
+        not repeat), never in the middle of an old-way draw."""
+        with _GATE.shared():
+            return draw()
+
+
+def _initialized_devices() -> list[int]:
+    """The GPUs whose generators an old-way draw may move, restored after it."""
+    return list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
