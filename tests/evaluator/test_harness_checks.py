@@ -3,6 +3,7 @@ fingerprints, torch modes, fresh per-rep inputs, the output keeper and the per-r
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.child import run_child
+from kernelgrade.evaluator.integrity import tensor_checks
 from kernelgrade.evaluator.integrity.guard import Guard, is_clock
 from kernelgrade.evaluator.integrity.proctree import count_tree
 from kernelgrade.evaluator.integrity.tensor_checks import active_modes, fingerprint, inert, why_not_plain
@@ -74,6 +76,18 @@ def test_fingerprints_are_exact_and_stable_with_nan() -> None:
     assert fingerprint(x[::2]) == fingerprint(x[::2].contiguous())
     assert fingerprint(torch.ones(3, dtype=torch.bool)) == 3
     assert fingerprint("not a tensor") == 0
+
+
+def test_a_fingerprint_summed_in_chunks_is_the_whole_sum_and_sees_the_last_chunk(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    values = torch.randn(1001)  # 1001 words: chunks of 64 and a short last one
+    whole = fingerprint(values)
+    monkeypatch.setattr(tensor_checks, "FINGERPRINT_CHUNK", 64)
+    assert fingerprint(values) == whole
+    odd = torch.arange(1003, dtype=torch.uint8)  # not whole words: summed as bytes, in chunks too
+    assert fingerprint(odd) == int(odd.sum(dtype=torch.int64))
+    values[-1] = torch.nextafter(values[-1], torch.tensor(math.inf))
+    assert fingerprint(values) != whole
 
 
 def test_a_dispatch_mode_is_seen_and_switched_off_for_the_harness() -> None:

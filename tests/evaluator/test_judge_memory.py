@@ -3,6 +3,8 @@ write large outputs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -12,7 +14,14 @@ from kernelgrade.evaluator.compare_memory import MemoryBudget
 from kernelgrade.evaluator.host import device_room
 from kernelgrade.evaluator.host.device_room import compare_in_room, leave_room
 from kernelgrade.evaluator.host.reference import oracle_bytes
-from kernelgrade.evaluator.request import MOVE_BYTES_PER_S, Limits
+from kernelgrade.evaluator.host.reference_cache import References
+from kernelgrade.evaluator.host.warm import Warm
+from kernelgrade.evaluator.judge import pipeline
+from kernelgrade.evaluator.judge.pipeline import evaluate
+from kernelgrade.evaluator.request import MOVE_BYTES_PER_S, DeviceKind, Limits, ProblemSpec
+from kernelgrade.evaluator.result import Verdict
+from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
+from tests.conftest import RequestFactory
 
 MiB = 1024**2
 
@@ -69,3 +78,42 @@ def test_the_judge_hands_unused_cache_back_to_the_driver() -> None:
     free = leave_room(device)
     assert torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device) <= 256 * MiB
     assert 0 < free <= torch.cuda.mem_get_info(device)[1]
+
+
+ADD = ProblemSpec("add", """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, a, b):
+        return a + b
+def get_inputs():
+    return [torch.randn(64), torch.randn(64)]
+def get_init_inputs():
+    return []
+""", device=DeviceKind.CPU, content_hash="add-v1")
+ADD_SUBMISSION = """
+import torch
+class ModelNew(torch.nn.Module):
+    def forward(self, a, b):
+        return a + b
+"""
+
+
+def test_the_judge_running_out_of_memory_lets_go_of_what_it_keeps_before_the_retry(
+        make_request: RequestFactory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    launcher = SubprocessLauncher()
+    warm = Warm.nothing(launcher, tmp_path / "work", tmp_path / "cache")
+    warm.references = References()
+    kept = warm.references.reference(ADD, torch.device("cpu"), 0)
+    assert warm.references.reference(ADD, torch.device("cpu"), 0) is kept
+
+    def out_of_memory(*_args: object) -> None:
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB")
+
+    monkeypatch.setattr(pipeline, "_run_stages", out_of_memory)
+    try:
+        result = evaluate(make_request(ADD, ADD_SUBMISSION), launcher, warm=warm)
+    finally:
+        warm.close()
+    assert result.verdict is Verdict.ERROR and result.failure is not None
+    assert result.failure.code == "grader_error" and "OutOfMemoryError" in result.failure.detail
+    assert warm.references.reference(ADD, torch.device("cpu"), 0) is not kept

@@ -106,6 +106,13 @@ class References:
             for other in [k for k in self._kept if k != key]:
                 del self._kept[other]
 
+    def let_go_on(self, device: torch.device) -> None:
+        """Every problem kept on `device`: an evaluation there ran it out of memory, and its retry starts with
+        all of the device the judge can give."""
+        with self._lock:
+            for key in [k for k in self._kept if k[1] == str(device)]:
+                del self._kept[key]
+
     def _held(self) -> Footprint:
         return sum((reference.kept + reference.models() for reference, _ in self._kept.values()), Footprint())
 

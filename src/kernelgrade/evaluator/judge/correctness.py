@@ -17,7 +17,7 @@ from kernelgrade.evaluator.compare import Comparison, Expected, check_structure
 from kernelgrade.evaluator.compare_elements import device_free_bytes
 from kernelgrade.evaluator.compare_memory import USABLE_SHARE, MemoryBudget
 from kernelgrade.evaluator.host.device_room import compare_in_room, leave_room
-from kernelgrade.evaluator.host.reference import Reference, TrialData, derive_seed
+from kernelgrade.evaluator.host.reference import Footprint, Reference, TrialData, derive_seed
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.judge.job import Job, on_device
 from kernelgrade.evaluator.judge.outcome import Verdicted
@@ -27,6 +27,10 @@ from kernelgrade.evaluator.request import Limits, TrialPlan
 from kernelgrade.evaluator.result import Failure, Finding, Severity, Stage, TrialResult
 from kernelgrade.evaluator.wire import tensorfile
 from kernelgrade.evaluator.wire.replies import CallReply, Integrity
+
+# A trial made ahead holds its expected outputs and oracles beside those of the trial being judged, while the
+# child holds its own inputs and outputs: past this share of the card, trials are made one at a time.
+AHEAD_SHARE = 8
 
 
 @dataclass(frozen=True)
@@ -52,10 +56,15 @@ def check_correctness(job: Job, record: Record, session: RunSession, reference: 
 class TrialInputs:
     """Each trial's data and inputs file, made one trial ahead in the background: the judge writes trial
     k+1's inputs (and computes its expected outputs, where they are not kept) while the child runs trial k.
-    One ahead, not all: a problem's inputs can be gigabytes."""
+    One ahead, not all: a problem's inputs can be gigabytes. Where a trial's expected outputs and oracles
+    take more than `ahead_room` of the device, none is made ahead: two of them beside the child's own inputs
+    and outputs would not fit."""
 
-    def __init__(self, work_dir: Path, reference: Reference, trials: list[Trial]) -> None:
+    def __init__(self, work_dir: Path, reference: Reference, trials: list[Trial],
+                 ahead_room: int | None = None) -> None:
+        """`ahead_room`: device bytes a trial made ahead may add (default: default_ahead_room() of its device)."""
         self.work_dir, self.reference, self.trials = work_dir, reference, trials
+        self.ahead_room = ahead_room if ahead_room is not None else default_ahead_room(reference.device)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="trial-inputs")
         self._next: Future[tuple[TrialData, Path]] | None = self._submit(0)
 
@@ -66,10 +75,13 @@ class TrialInputs:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def take(self, index: int) -> tuple[TrialData, Path]:
-        """Trial `index`'s data and file (trials are taken in order); starts on the next one."""
-        assert self._next is not None, "every trial was taken"
-        made = self._next.result()
-        self._next = self._submit(index + 1)
+        """Trial `index`'s data and file (trials are taken in order); starts on the next one if there is room."""
+        pending = self._next if self._next is not None else self._submit(index)
+        assert pending is not None, "every trial was taken"
+        made = pending.result()
+        # Wherever they are: an oracle too large for the device is on the host, and so is a CPU problem's.
+        held = Footprint.of([*made[0].expected.refs, *(made[0].expected.oracles or [])])
+        self._next = self._submit(index + 1) if held.device + held.host <= self.ahead_room else None
         return made
 
     def _submit(self, index: int) -> Future[tuple[TrialData, Path]] | None:
@@ -81,6 +93,14 @@ class TrialInputs:
         path = self.work_dir / f"trial_inputs_{trial.index}.kgt"
         tensorfile.save(path, data.inputs)
         return data, path
+
+
+def default_ahead_room(device: torch.device) -> int:
+    """An eighth of a GPU (10 GiB of an H100): a 6 GiB elementwise output with its float64 oracle (18 GiB a
+    trial) is made one trial at a time, a 4096^2 matmul's (192 MiB) ahead. On the CPU, always ahead."""
+    if device.type != "cuda":
+        return 1 << 62
+    return int(torch.cuda.get_device_properties(device).total_memory) // AHEAD_SHARE
 
 
 def trial_seeds(plan: TrialPlan, secret: str, pooled: list[int] | None = None) -> list[Trial]:

@@ -10,6 +10,7 @@ faults become `error`.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import shutil
 import tempfile
 from pathlib import Path
@@ -60,17 +61,31 @@ def evaluate(request: EvalRequest, launcher: Launcher | None = None, progress: P
     warm = warm or Warm.nothing(launcher, request.work_root, request.cache_dir)
     job = Job.start(request, launcher, progress or (lambda _p: None), warm)
     record = Record()
+    ran_out = False
     try:
         with on_device(job.device):
             reset_peak_memory(job.device)
             return _grade(job, record)
+    except torch.cuda.OutOfMemoryError:
+        ran_out = True  # the grader's own: the child's out-of-memory is its verdict, not an exception here
+        return grader_error(job, record)
     except Exception:
         return grader_error(job, record)
     finally:
         job.cleanup()
+        if ran_out:
+            _let_go_of_kept(warm, job.device)
         leave_room(job.device)  # for the next evaluation's child, and any other process on the device
         if own:
             warm.close()
+
+
+def _let_go_of_kept(warm: Warm, device: torch.device) -> None:
+    """What the judge keeps on `device` may be what left too little room: the retry starts without it. The
+    failed evaluation's frames can hold device tensors in reference cycles; collecting them frees those too."""
+    if warm.references is not None:
+        warm.references.let_go_on(device)
+    gc.collect()
 
 
 def _grade(job: Job, record: Record) -> EvalResult:

@@ -1,0 +1,65 @@
+"""Correctness trials are made one ahead of the child, unless a trial's expected outputs are too large to hold
+two of them beside the child's own."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import torch
+
+from kernelgrade.evaluator.compare import Expected
+from kernelgrade.evaluator.host.reference import TrialData
+from kernelgrade.evaluator.judge.correctness import Trial, TrialInputs
+
+WAIT_S = 10.0  # far past one tiny trial; only a trial never made reaches it
+
+
+class CountingReference:
+    """A reference whose trials are 4 KiB of expected outputs, counting the trials asked of it."""
+
+    device = torch.device("cpu")
+
+    def __init__(self) -> None:
+        self.made: list[int] = []
+        self.second = threading.Event()
+
+    def trial(self, seed: int) -> TrialData:
+        self.made.append(seed)
+        if len(self.made) == 2:
+            self.second.set()
+        return TrialData([torch.full((4,), float(seed))], Expected([torch.zeros(1024)]), (seed,))
+
+
+def trials(count: int) -> list[Trial]:
+    return [Trial(i, False, 100 + i) for i in range(count)]
+
+
+def make(tmp_path: Path, room: int) -> tuple[CountingReference, TrialInputs]:
+    reference = CountingReference()
+    return reference, TrialInputs(tmp_path, reference, trials(3), ahead_room=room)  # type: ignore[arg-type]
+
+
+def test_a_small_trial_has_the_next_one_made_while_the_child_runs(tmp_path: Path) -> None:
+    reference, inputs = make(tmp_path, room=1 << 20)
+    with inputs:
+        data, path = inputs.take(0)
+        assert reference.second.wait(WAIT_S), "the next trial was not made ahead"
+        assert data.fingerprints == (100,) and path.exists()
+        assert [inputs.take(i)[0].fingerprints for i in (1, 2)] == [(101,), (102,)]
+    assert reference.made == [100, 101, 102]
+
+
+def test_a_trial_too_large_to_hold_twice_is_made_only_when_taken(tmp_path: Path) -> None:
+    reference, inputs = make(tmp_path, room=1024)  # less than a trial's 4 KiB of expected outputs
+    with inputs:
+        inputs.take(0)
+        assert not reference.second.wait(0.3), "a trial was made ahead past the room"
+        assert reference.made == [100]
+        assert [inputs.take(i)[0].fingerprints for i in (1, 2)] == [(101,), (102,)]
+    assert reference.made == [100, 101, 102]
+
+
+def test_the_default_room_on_the_cpu_always_makes_trials_ahead(tmp_path: Path) -> None:
+    with TrialInputs(tmp_path, CountingReference(), []) as inputs:  # type: ignore[arg-type]
+        assert inputs.ahead_room >= 1 << 40
