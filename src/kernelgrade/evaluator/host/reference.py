@@ -99,9 +99,11 @@ class Reference:
         return Footprint.of([t for m in modules for t in [*m.parameters(), *m.buffers()]])
 
     def make_inputs(self, seed: int) -> list[Any]:
-        """The problem's own get_inputs() under a private seed, on the CPU as the format says. Other judges of
-        this process, and the background thread that makes timing inputs, draw meanwhile (seeded_draws.py)."""
-        return self._draws.run(seed, lambda: list(self.module.get_inputs()))
+        """The problem's own get_inputs() under a private seed, on the CPU as the format says; its large random
+        tensors drawn on the GPU of a CUDA problem (device_draws.py). Other judges of this process, and the
+        background thread that makes timing inputs, draw meanwhile (seeded_draws.py)."""
+        on_gpu = self.device if self.device.type == "cuda" else None
+        return self._draws.run(seed, lambda: list(self.module.get_inputs()), on=on_gpu)
 
     def trial(self, seed: int) -> TrialData:
         """A trial's inputs, what the judge expects for them and the inputs' fingerprints; kept for the next

@@ -27,6 +27,8 @@ from typing import Any, TypeVar
 import torch
 from torch.overrides import TorchFunctionMode
 
+from kernelgrade.evaluator.host import device_draws
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -93,19 +95,40 @@ class _PrivateGenerator(TorchFunctionMode):
     """Hands `generator` to the CPU draws that take one and were given none; notes the random calls it could
     not redirect."""
 
-    def __init__(self, generator: torch.Generator) -> None:
+    def __init__(self, seed: int, on: torch.device | None) -> None:
+        """`on`: the GPU that draws large CPU inputs (device_draws.py); None: every draw on the CPU."""
         super().__init__()
-        self.generator = generator
+        self.generator = torch.Generator().manual_seed(seed)
+        self.on = on
+        self.on_generator = torch.Generator(device=on).manual_seed(seed) if on is not None else None
         self.missed = False
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = dict(kwargs or {})
         if func in _RANDOM and kwargs.get("generator") is None:
             if func in _TAKES_GENERATOR and _target(args, kwargs).type == "cpu":
+                made = self._drawn_on_device(func, args, kwargs)
+                if made is not None:
+                    return made
                 kwargs["generator"] = self.generator
             else:
                 self.missed = True
         return func(*args, **kwargs)
+
+    def _drawn_on_device(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
+        """The call's tensor drawn on `on`, where there is one and the call is of a form device_draws knows. A
+        device out of memory is the judge's (its evaluation retries); anything else drawn there goes back to
+        the CPU's generator, which gives what torch always gave."""
+        if self.on is None or self.on_generator is None:
+            return None
+        try:
+            return device_draws.drawn(func, args, kwargs, self.on, self.on_generator)
+        except torch.cuda.OutOfMemoryError:
+            raise
+        except Exception:
+            log.warning("drawing %s on %s failed; drawn on the CPU", getattr(func, "__name__", func), self.on,
+                        exc_info=True)
+            return None
 
 
 def _target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.device:
@@ -125,12 +148,13 @@ class SeededDraws:
         self.name = name
         self.global_only = False
 
-    def run(self, seed: int, draw: Callable[[], T]) -> T:
-        """draw()'s value with torch seeded with `seed`; the global generators' states are as they were."""
+    def run(self, seed: int, draw: Callable[[], T], on: torch.device | None = None) -> T:
+        """draw()'s value with torch seeded with `seed`; the global generators' states are as they were. `on`: the
+        device that draws the large CPU tensors of rand, randn and randint (device_draws.py), for inputs only."""
         if not self.global_only:
             with _GATE.shared():
                 before = torch.get_rng_state()
-                private = _PrivateGenerator(torch.Generator().manual_seed(seed))
+                private = _PrivateGenerator(seed, on)
                 with private:
                     value = draw()
                 if not private.missed and torch.equal(before, torch.get_rng_state()):
