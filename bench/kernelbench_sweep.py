@@ -8,6 +8,9 @@ named by its catalogue name) are graded for the problems chosen, builds and all.
 
     python bench/kernelbench_sweep.py KernelBench/KernelBench --level 1 --limit 10
 
+A sweep cut short (a GPU lease ran out) goes on where it stopped with `--skip-correct OUTPUT`: the problems
+whose references that output shows `correct` are left out.
+
 The folder holds level1/, level2/, level3/ folders of `N_Name.py` files. A fresh data dir and database are
 made for the run; the server grades with the fast timing profile unless --env says otherwise.
 """
@@ -43,6 +46,8 @@ EXTREMES = 5
 # whole level of 100 problems fits in this with room to spare.
 DEFAULT_TIMEOUT_S = 4 * 3600.0
 _FILE_NUMBER = re.compile(r"^(\d+)_")
+# A reference's row, as printed while the sweep runs ("#  12/254 name verdict ...") or in the final table.
+_ROW = re.compile(r"^(?:#\s+\d+/\d+\s+)?(\S+)\s+(\S+)\s", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,11 @@ def selected(folder: Path, levels: Sequence[int], limit: int | None, names: Sequ
         ours = sorted((p for p in scan.problems if p.level == level and (not names or p.name in names)), key=_order)
         chosen += ours[:limit] if limit is not None else ours
     return chosen
+
+
+def correct_in(output: str) -> set[str]:
+    """The problems whose references an earlier sweep's output shows `correct` (kernels' rows are not theirs)."""
+    return {m.group(1) for m in _ROW.finditer(output) if m.group(2) == "correct"}
 
 
 def _order(problem: Problem) -> tuple[int, str]:
@@ -204,9 +214,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                         f" problem, graded beside the references (default: {KERNELS.name}/)")
     parser.add_argument("--no-kernels", dest="kernels", action="store_const", const=None,
                         help="the references alone")
+    parser.add_argument("--skip-correct", type=Path, default=None, metavar="OUTPUT",
+                        help="an earlier sweep's output: leave out the problems it shows correct")
     parser.add_argument("--timeout-s", type=float, default=DEFAULT_TIMEOUT_S)
     args = parser.parse_args(argv)
     problems = selected(args.folder, args.level or [1, 2, 3], args.limit, args.problem)
+    if args.skip_correct is not None:
+        done = correct_in(args.skip_correct.read_text())
+        problems = [p for p in problems if p.name not in done]
+        print(f"# left out {len(done)} problems {args.skip_correct} shows correct", flush=True)
+        if not problems:
+            print("# nothing left to grade")
+            return 0
     if not problems:
         print(f"no problems of levels {args.level or [1, 2, 3]} under {args.folder}", file=sys.stderr)
         return 2

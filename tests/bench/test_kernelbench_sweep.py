@@ -44,3 +44,14 @@ def test_the_sweep_grades_each_reference_correct_and_summarises() -> None:
 def test_a_folder_without_the_levels_asked_for_is_refused() -> None:
     done = run_sweep("--level", "3")
     assert done.returncode == 2 and "no problems of levels [3]" in done.stderr
+
+
+def test_a_sweep_goes_on_without_the_problems_an_earlier_output_shows_correct(tmp_path: Path) -> None:
+    earlier = tmp_path / "earlier.txt"
+    earlier.write_text("#   1/3 1_tiny_relu                      correct   1.002  -  -  correctness=0.10\n"
+                       "#   2/3 1_tiny_relu [1_tiny_relu.py]     incorrect -      -  -\n"
+                       "2_tiny_matmul                            correct   0.998  -  -  timing=0.20\n"
+                       "1_tiny_gemm_gelu                         runtime_error:x  -  -  -\n")
+    done = run_sweep("--level", "1", "--skip-correct", str(earlier))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "# left out 2 problems" in done.stdout and "nothing left to grade" in done.stdout
