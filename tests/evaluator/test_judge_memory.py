@@ -18,10 +18,11 @@ from kernelgrade.evaluator.host.reference_cache import References
 from kernelgrade.evaluator.host.warm import Warm
 from kernelgrade.evaluator.judge import pipeline
 from kernelgrade.evaluator.judge.pipeline import evaluate
-from kernelgrade.evaluator.request import MOVE_BYTES_PER_S, DeviceKind, Limits, ProblemSpec
+from kernelgrade.evaluator.request import MOVE_BYTES_PER_S, Limits
 from kernelgrade.evaluator.result import Verdict
 from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
 from tests.conftest import RequestFactory
+from tests.evaluator.test_warm import ADD
 
 MiB = 1024**2
 
@@ -80,16 +81,6 @@ def test_the_judge_hands_unused_cache_back_to_the_driver() -> None:
     assert 0 < free <= torch.cuda.mem_get_info(device)[1]
 
 
-ADD = ProblemSpec("add", """
-import torch
-class Model(torch.nn.Module):
-    def forward(self, a, b):
-        return a + b
-def get_inputs():
-    return [torch.randn(64), torch.randn(64)]
-def get_init_inputs():
-    return []
-""", device=DeviceKind.CPU, content_hash="add-v1")
 ADD_SUBMISSION = """
 import torch
 class ModelNew(torch.nn.Module):

@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import inspect
 import logging
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import torch
 from torch.overrides import TorchFunctionMode
 
 from kernelgrade.evaluator.host import device_draws
+from kernelgrade.evaluator.shared_lock import SharedLock
 
 log = logging.getLogger(__name__)
 
@@ -52,43 +51,8 @@ _TAKES_GENERATOR = frozenset({
 _RANDOM = _TAKES_GENERATOR | {torch.rand_like, torch.randn_like, torch.randint_like}
 
 
-class _Gate:
-    """Shared for private draws, alone for old-way ones; a waiting old-way draw keeps new private ones out."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._sharing = 0
-        self._alone = False
-        self._waiting_alone = 0
-
-    @contextmanager
-    def shared(self) -> Iterator[None]:
-        with self._changed:
-            self._changed.wait_for(lambda: not self._alone and not self._waiting_alone)
-            self._sharing += 1
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._sharing -= 1
-                self._changed.notify_all()
-
-    @contextmanager
-    def alone(self) -> Iterator[None]:
-        with self._changed:
-            self._waiting_alone += 1
-            self._changed.wait_for(lambda: not self._alone and not self._sharing)
-            self._waiting_alone -= 1
-            self._alone = True
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._alone = False
-                self._changed.notify_all()
-
-
-_GATE = _Gate()
+# Private draws share it; old-way draws hold it alone.
+_GATE = SharedLock()
 
 
 class _PrivateGenerator(TorchFunctionMode):
@@ -163,7 +127,7 @@ class SeededDraws:
             self.global_only = True
             log.info("problem %s draws from torch's global generator; its draws take turns with other judges'",
                      self.name)
-        with _GATE.alone(), torch.random.fork_rng(devices=_initialized_devices()):
+        with _GATE.exclusive(), torch.random.fork_rng(devices=_initialized_devices()):
             torch.manual_seed(seed)
             return draw()
 

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import torch
 
 from kernelgrade.evaluator.request import TimingFlags
+from kernelgrade.evaluator.shared_lock import SharedLock
 
 
 def set_strict() -> None:
@@ -79,45 +79,10 @@ def apply(flags: TimingFlags) -> None:
         set_strict()
 
 
-class _SwitchLock:
-    """The switches are global to the process, and the judges of a multi-GPU host are threads of one process:
-    work that needs strict switches (reference outputs, strict timing) shares the lock, work under PyTorch's
-    defaults holds it alone. A waiting exclusive holder stops new shared ones, so it cannot starve."""
-
-    def __init__(self) -> None:
-        self._condition = threading.Condition()
-        self._shared = 0
-        self._exclusive = False
-        self._waiting = 0
-
-    @contextmanager
-    def shared(self) -> Iterator[None]:
-        with self._condition:
-            self._condition.wait_for(lambda: not self._exclusive and not self._waiting)
-            self._shared += 1
-        try:
-            yield
-        finally:
-            with self._condition:
-                self._shared -= 1
-                self._condition.notify_all()
-
-    @contextmanager
-    def exclusive(self) -> Iterator[None]:
-        with self._condition:
-            self._waiting += 1
-            self._condition.wait_for(lambda: not self._exclusive and self._shared == 0)
-            self._waiting -= 1
-            self._exclusive = True
-        try:
-            yield
-        finally:
-            with self._condition:
-                self._exclusive = False
-                self._condition.notify_all()
-
-
-_lock = _SwitchLock()
+# The switches are global to the process, and the judges of a multi-GPU host are threads of one process: work
+# that needs strict switches (reference outputs, strict timing) shares the lock, work under PyTorch's defaults
+# holds it alone.
+_lock = SharedLock()
 
 
 @contextmanager
