@@ -96,10 +96,11 @@ class _PrivateGenerator(TorchFunctionMode):
 
 
 def _target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.device:
-    """The device a random call draws on: its `device`, else its first tensor's, else torch's default."""
+    """The device a random call draws on: its `device`, else its first tensor's (`out` and `mean` included),
+    else torch's default."""
     if kwargs.get("device") is not None:
         return torch.device(kwargs["device"])
-    for value in (*args, kwargs.get("out")):
+    for value in (*args, *kwargs.values()):
         if isinstance(value, torch.Tensor):
             return value.device
     return torch.get_default_device()
