@@ -132,6 +132,30 @@ def test_a_job_interrupted_by_sigkill_finishes_once_after_restart(unsandboxed: S
     assert [item["id"] for item in listed] == [job["id"]]
 
 
+def test_a_problem_prepared_before_a_restart_is_not_prepared_again(tmp_path: Path) -> None:
+    with fresh_database_url("sqlite", tmp_path) as url:
+        server = ServeProcess(tmp_path, {**SETTINGS, "KERNELGRADE_DATABASE_URL": url}).start()
+        try:
+            first = wait_done(server, submit(server, CORRECT)["id"])["evaluation"]
+            server.stop()
+            server.start()
+            another = CORRECT + "\n# the same kernel, submitted again after the restart\n"
+            second = wait_done(server, submit(server, another)["id"])["evaluation"]
+        finally:
+            server.stop()
+    assert first["verdict"] == second["verdict"] == "correct", (first, second)
+    # Three public trials and two of the secret pool's eight seeds, each computed once, then read back from the
+    # cache dir; a secret seed the second evaluation draws for the first time is computed then.
+    assert prepared(first) == {"computed": 5, "stored": 0, "kept": 0}, first["result"]["extra"]
+    again = prepared(second)
+    assert again["stored"] >= 3 and again["stored"] + again["computed"] == 5, second["result"]["extra"]
+
+
+def prepared(evaluation: dict[str, Any]) -> dict[str, int]:
+    extra = dict(evaluation["result"]["extra"])
+    return {source: int(extra[f"trials_{source}"]) for source in ("computed", "stored", "kept")}
+
+
 @pytest.mark.slow
 def test_a_cpp_extension_is_compiled_ahead_and_graded(tmp_path: Path) -> None:
     with fresh_database_url("sqlite", tmp_path) as url:

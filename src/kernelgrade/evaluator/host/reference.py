@@ -6,6 +6,7 @@ None of this runs in the submission's process; expected outputs never leave the 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import hashlib
 import math
@@ -20,7 +21,9 @@ import torch
 
 from kernelgrade.evaluator.compare import Expected, flatten_outputs
 from kernelgrade.evaluator.host.device_room import ORACLE_SHARE, leave_room
+from kernelgrade.evaluator.host.environment import device_class
 from kernelgrade.evaluator.host.seeded_draws import SeededDraws
+from kernelgrade.evaluator.host.trial_store import StoredTrial, TrialStore, digest
 from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
 from kernelgrade.evaluator.problem_memory import float64_bytes
@@ -46,6 +49,9 @@ class TrialData:
     inputs: list[Any]
     expected: Expected
     fingerprints: tuple[int, ...]  # of the pristine inputs, to tell whether a call changed them
+    # Where the expected outputs came from for this call of trial(): "computed", "stored" (the trial store on
+    # disk) or "kept" (this judge's memory).
+    prepared: str = "computed"
 
 
 @dataclass(frozen=True)
@@ -73,11 +79,15 @@ Release = Callable[[], None]
 
 class Reference:
     def __init__(self, problem: ProblemSpec, device: torch.device, weight_seed: int, keep_trials: int = 0,
-                 room: Room | None = None, release: Release | None = None) -> None:
+                 room: Room | None = None, release: Release | None = None, store: TrialStore | None = None) -> None:
         """`keep_trials`: how many trials' inputs and expected outputs to keep for later calls of trial()
-        (reference_cache.py), each as `room` allows; `release` lets go of what other problems keep."""
+        (reference_cache.py), each as `room` allows; `release` lets go of what other problems keep; `store`:
+        where trials' expected outputs are kept on disk (trial_store.py), for this judge's restarts and others."""
         self.problem = problem
         self.keep_trials, self._room, self._release = keep_trials, room, release
+        self._store = store
+        self._store_prefix = (problem.content_hash or hashlib.sha256(problem.source.encode()).hexdigest(),
+                              device_class(device), torch.__version__, weight_seed)
         self._trials: dict[int, TrialData] = {}
         self.kept = Footprint()
         # The reference's own time for one call, warm (the shortest seen): what settle.py scales.
@@ -110,18 +120,46 @@ class Reference:
         evaluation when there is room."""
         kept = self._trials.get(seed)
         if kept is not None:
-            return kept
+            return dataclasses.replace(kept, prepared="kept")
         inputs = self.make_inputs(seed)
         placed = _copies_on(inputs, self.device)
         # Summed on the judge's device, where it takes microseconds (a quarter second for 128 MB on a CPU core),
         # and before the reference runs on these copies.
         pristine = tuple(fingerprints(placed))
-        trial = TrialData(inputs, self._expected(inputs, placed), pristine)
+        stored = self._stored(seed, inputs, pristine)
+        trial = stored or TrialData(inputs, self._computed(seed, inputs, placed, pristine), pristine)
         size = Footprint.of([*trial.inputs, *trial.expected.refs, *(trial.expected.oracles or [])])
         if len(self._trials) < self.keep_trials and self._room is not None and self._room(size):
             self._trials[seed] = trial
             self.kept += size
         return trial
+
+    def state(self) -> list[int]:
+        """Fingerprints of the reference's parameters and buffers: they change where running it changes it."""
+        return fingerprints([*self.model.parameters(), *self.model.buffers()])
+
+    def _stored(self, seed: int, inputs: list[Any], pristine: tuple[int, ...]) -> TrialData | None:
+        """The trial from the store, where it holds one computed from inputs with these fingerprints."""
+        found = self._store.load(digest(*self._store_prefix, seed), self.device) if self._store else None
+        if found is None or found.fingerprints != pristine:
+            return None
+        self.forward_s = min(self.forward_s, found.forward_s)
+        self.output_bytes = max(self.output_bytes, _nbytes(found.refs))
+        if found.oracles is None:
+            return TrialData(inputs, Expected(found.refs), pristine, "stored")
+        rounded = functools.cache(functools.partial(self._rounded, inputs))
+        return TrialData(inputs, Expected(found.refs, found.oracles, rounded), pristine, "stored")
+
+    def _computed(self, seed: int, inputs: list[Any], placed: list[Any], pristine: tuple[int, ...]) -> Expected:
+        """The trial's expected outputs, computed; stored where the reference did not change by running (its
+        outputs could otherwise depend on the calls before)."""
+        before = self.state() if self._store is not None else None
+        expected = self._expected(inputs, placed)
+        if self._store is not None and before == self.state():
+            trial = StoredTrial(list(expected.refs), None if expected.oracles is None else list(expected.oracles),
+                                pristine, self.forward_s)
+            self._store.save(digest(*self._store_prefix, seed), trial)
+        return expected
 
     def forward(self, inputs: Sequence[Any]) -> Any:
         started = time.perf_counter()

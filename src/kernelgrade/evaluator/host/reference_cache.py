@@ -13,6 +13,7 @@ evaluation instead, since its outputs could then depend on the calls before.
 from __future__ import annotations
 
 import functools
+import hashlib
 import secrets
 import threading
 from collections import OrderedDict
@@ -20,9 +21,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from kernelgrade.evaluator.host.environment import mem_available
+from kernelgrade.evaluator.host.environment import device_class, mem_available
 from kernelgrade.evaluator.host.reference import Footprint, Reference
-from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
+from kernelgrade.evaluator.host.trial_store import TrialStore, digest
 from kernelgrade.evaluator.request import ProblemSpec
 
 # Problems kept at once. A stream cycling through more problems than this keeps none of them (each is
@@ -47,12 +48,15 @@ class _SecretPool:
 
 
 class References:
-    def __init__(self, secret_pool: int = 8, secret_uses: int = 16, budget: Footprint | None = None) -> None:
+    def __init__(self, secret_pool: int = 8, secret_uses: int = 16, budget: Footprint | None = None,
+                 store: TrialStore | None = None) -> None:
         """`budget`: the memory the kept references of all problems may hold, their weights and kept trials
         (default: device_budget() per device and host_budget()); the least recently used problems are let go
-        to make room for a new reference or trial."""
+        to make room for a new reference or trial. `store`: where trials and secret pools are kept on disk
+        (trial_store.py), found again after a restart."""
         self.secret_pool, self.secret_uses = secret_pool, secret_uses
         self._budget = budget
+        self._store = store
         self._budgets: dict[str, Footprint] = {}  # per device, read once: the host's free memory drifts
         self._kept: OrderedDict[tuple[str, str, int], tuple[Reference, list[int]]] = OrderedDict()
         self._stateful: set[tuple[str, str, int]] = set()
@@ -64,20 +68,22 @@ class References:
         key = (_version(problem), str(device), weight_seed)
         with self._lock:
             kept = self._kept.get(key)
-            if kept is not None and _state(kept[0]) == kept[1]:
+            if kept is not None and kept[0].state() == kept[1]:
                 self._kept.move_to_end(key)
                 return kept[0]
             if kept is not None:
                 del self._kept[key]
                 self._stateful.add(key)
-        fresh = Reference(problem, device, weight_seed, KEEP_TRIALS if key not in self._stateful else 0,
-                          functools.partial(self._make_room, key), functools.partial(self._let_go_all_but, key))
+        stateful = key in self._stateful
+        fresh = Reference(problem, device, weight_seed, KEEP_TRIALS if not stateful else 0,
+                          functools.partial(self._make_room, key), functools.partial(self._let_go_all_but, key),
+                          self._store if not stateful else None)
         if key not in self._stateful:
             with self._lock:
                 while len(self._kept) >= KEEP_PROBLEMS:
                     self._kept.popitem(last=False)
                 if self._let_go_for(key, fresh.models()):  # its weights count too
-                    self._kept[key] = (fresh, _state(fresh))
+                    self._kept[key] = (fresh, fresh.state())
         return fresh
 
     def _make_room(self, key: tuple[str, str, int], size: Footprint) -> bool:
@@ -120,7 +126,7 @@ class References:
         """`count` distinct seeds from the problem's pool, each counted as used; worn-out seeds are replaced
         by fresh random ones."""
         with self._lock:
-            pool = self._pools.setdefault((_version(problem), str(device)), _SecretPool())
+            pool = self._pool(problem, device)
             for seed in [s for s in pool.seeds if pool.uses[s] >= self.secret_uses]:
                 pool.seeds.remove(seed)
                 del pool.uses[seed]
@@ -131,7 +137,17 @@ class References:
             chosen = secrets.SystemRandom().sample(pool.seeds, count)
             for seed in chosen:
                 pool.uses[seed] += 1
+            if self._store is not None:
+                self._store.save_pool(_pool_name(problem, device), pool.uses)
             return chosen
+
+    def _pool(self, problem: ProblemSpec, device: torch.device) -> _SecretPool:
+        """Under the lock: the problem's pool on this device, as the store kept it where this judge has none."""
+        key = (_version(problem), str(device))
+        if key not in self._pools:
+            uses = self._store.pool(_pool_name(problem, device)) if self._store is not None else {}
+            self._pools[key] = _SecretPool(list(uses), uses)
+        return self._pools[key]
 
 
 def _fits(held: Footprint, size: Footprint, budget: Footprint) -> bool:
@@ -152,10 +168,12 @@ def host_budget() -> int:
     return HOST_MAX if available is None else min(HOST_MAX, available // HOST_SHARE)
 
 
+def _pool_name(problem: ProblemSpec, device: torch.device) -> str:
+    """A pool's name on disk: the judges of one device class share it, as they share the stored trials."""
+    return digest(problem.content_hash or hashlib.sha256(problem.source.encode()).hexdigest(), device_class(device))
+
+
 def _version(problem: ProblemSpec) -> str:
     return problem.content_hash or str(hash(problem.source))
 
 
-def _state(reference: Reference) -> list[int]:
-    model = reference.model
-    return fingerprints([*model.parameters(), *model.buffers()])

@@ -9,6 +9,7 @@ from pathlib import Path
 from kernelgrade.evaluator.host.host_lock import HostLock
 from kernelgrade.evaluator.host.reference_cache import References
 from kernelgrade.evaluator.host.run_children import RunChildren
+from kernelgrade.evaluator.host.trial_store import TrialStore
 from kernelgrade.evaluator.sandbox.launcher import Launcher
 
 
@@ -20,10 +21,12 @@ class Warm:
     @classmethod
     def keeping(cls, launcher: Launcher, work_root: Path, cache_dir: Path, spares: int = 1,
                 host_lock: Path | None = None) -> Warm:
-        """`spares` children per kind waiting at all times; references and their outputs kept. `host_lock`: the
+        """`spares` children per kind waiting at all times; references and their outputs kept, in memory and
+        under `cache_dir`/prepared (trial_store.py). `host_lock`: the
         file of the lock the host's judges share around CPU measurements (host_lock.py)."""
         lock = HostLock(host_lock) if host_lock is not None else None
-        return cls(RunChildren(launcher, work_root, spares, hidden=(cache_dir,), host_lock=lock), References())
+        return cls(RunChildren(launcher, work_root, spares, hidden=(cache_dir,), host_lock=lock),
+                   References(store=TrialStore(cache_dir / "prepared")))
 
     @classmethod
     def nothing(cls, launcher: Launcher, work_root: Path, cache_dir: Path) -> Warm:

@@ -117,6 +117,7 @@ def trial_seeds(plan: TrialPlan, secret: str, pooled: list[int] | None = None) -
 def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahead: TrialInputs) -> Integrity:
     with job.timed("correctness:inputs"):
         data, inputs_path = ahead.take(trial.index)
+    record.prepared[data.prepared] += 1
     outputs_path = job.work_dir / "trial_outputs.kgt"
     with job.timed("correctness:call"):
         sizes = [r.numel() * r.element_size() for r in data.expected.refs]

@@ -87,7 +87,7 @@ def build_result(job: Job, record: Record, verdict: Verdict, failure: Failure | 
         compiled_baseline_pending=record.compiled_baseline_pending,
         speedup_vs_compiled=(compiled_baseline.speedup_against(record.compiled_baseline, record.candidate_timing)
                              if timed else None),
-        extra=peak_memory(job.device, record),
+        extra=peak_memory(job.device, record) + preparation(record),
     )
 
 
@@ -98,6 +98,12 @@ def peak_memory(device: torch.device, record: Record) -> tuple[tuple[str, str], 
         return ()
     return (("judge_peak_device_bytes", str(torch.cuda.max_memory_allocated(device))),
             ("child_peak_device_bytes", str(record.child_peak_bytes)))
+
+
+def preparation(record: Record) -> tuple[tuple[str, str], ...]:
+    """How many correctness trials had their expected outputs computed, read from the store on disk or kept in
+    the judge's memory: a problem prepared once is not prepared again, across restarts too."""
+    return tuple((f"trials_{source}", str(record.prepared[source])) for source in ("computed", "stored", "kept"))
 
 
 def reset_peak_memory(device: torch.device) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -33,6 +34,8 @@ class Record:
     compiled_baseline_reused: bool = False
     compiled_baseline_pending: bool = False
     child_peak_bytes: int = 0  # the most the run child reported having held on the device
+    # Correctness trials by where their expected outputs came from: computed, stored (on disk) or kept (memory).
+    prepared: Counter[str] = field(default_factory=Counter)
 
     def add(self, finding: Finding) -> None:
         """One finding per code: a check that fires on every trial says so once."""

@@ -1,0 +1,96 @@
+"""Trials' expected outputs and oracles, and each problem's pool of secret seeds, kept on disk in the judge's
+cache dir: a judge that restarts, or another judge of the host, finds a problem prepared instead of running
+its reference and float64 oracle again.
+
+A trial is found by (problem version, device class, torch version, weight seed, trial seed), and used only
+where the inputs drawn again have the fingerprints it was computed from. The cache dir is hidden from every
+child, so the secret seeds and expected outputs stay the judge's. Anything unreadable is computed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelgrade.evaluator.wire import tensorfile
+
+log = logging.getLogger(__name__)
+
+# The largest trial kept on disk (expected outputs and oracles). A problem keeps up to 16 trials, so at most
+# 1 GiB a problem; a trial of this size is recomputed in well under a second on a GPU, while larger ones
+# (gigabyte outputs) would cost more disk than they save time.
+STORE_MAX_BYTES = 64 * 1024**2
+
+
+@dataclass(frozen=True)
+class StoredTrial:
+    refs: list[torch.Tensor]
+    oracles: list[torch.Tensor] | None
+    fingerprints: tuple[int, ...]  # of the inputs the outputs were computed from
+    forward_s: float  # the reference's warm call then: what the settle wait scales
+
+
+class TrialStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def load(self, key: str, device: torch.device) -> StoredTrial | None:
+        """The trial under `key`, its outputs on `device` (oracles where they were: on `device` or the host)."""
+        path = self._trial_path(key)
+        if not path.exists():
+            return None
+        try:
+            refs, oracles, on_device, prints, forward_s = tensorfile.load(path)
+        except Exception as error:  # a damaged file of any kind is only work to do again, never a failed grading
+            log.warning("stored trial %s is unreadable (%s); computing it again", path.name, error)
+            return None
+        oracle_device = device if on_device else torch.device("cpu")
+        return StoredTrial([r.to(device) for r in refs],
+                           None if oracles is None else [o.to(oracle_device) for o in oracles],
+                           tuple(int(p) for p in prints), float(forward_s))
+
+    def save(self, key: str, trial: StoredTrial) -> None:
+        """Keeps `trial` unless it is over STORE_MAX_BYTES; written aside and renamed, so no reader sees half."""
+        tensors = [*trial.refs, *(trial.oracles or [])]
+        if sum(t.numel() * t.element_size() for t in tensors) > STORE_MAX_BYTES:
+            return
+        on_device = trial.oracles is not None and any(o.device.type != "cpu" for o in trial.oracles)
+        values: list[Any] = [trial.refs, trial.oracles, on_device, list(trial.fingerprints), trial.forward_s]
+        self._write(self._trial_path(key), lambda path: tensorfile.save(path, values))
+
+    def pool(self, name: str) -> dict[int, int]:
+        """A problem's secret seeds and how often each was used; empty where none was kept."""
+        try:
+            return {int(seed): int(uses) for seed, uses in json.loads(self._pool_path(name).read_text()).items()}
+        except (OSError, ValueError, AttributeError):
+            return {}
+
+    def save_pool(self, name: str, uses: dict[int, int]) -> None:
+        text = json.dumps({str(seed): count for seed, count in uses.items()})
+        self._write(self._pool_path(name), lambda path: path.write_text(text))
+
+    def _trial_path(self, key: str) -> Path:
+        return self.root / "trials" / f"{key}.kgt"
+
+    def _pool_path(self, name: str) -> Path:
+        return self.root / "pools" / f"{digest(name)}.json"
+
+    def _write(self, path: Path, write: Any) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            aside = path.with_name(f".{path.name}.{os.getpid()}")
+            write(aside)
+            aside.replace(path)
+        except OSError as error:
+            log.warning("could not keep %s on disk: %s", path.name, error)
+
+
+def digest(*parts: object) -> str:
+    return hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()[:40]
