@@ -23,7 +23,7 @@ from kernelgrade.evaluator.compare import Expected, flatten_outputs
 from kernelgrade.evaluator.host.device_room import ORACLE_SHARE, leave_room
 from kernelgrade.evaluator.host.environment import device_class
 from kernelgrade.evaluator.host.seeded_draws import SeededDraws
-from kernelgrade.evaluator.host.trial_store import StoredTrial, TrialStore, digest
+from kernelgrade.evaluator.host.trial_store import StoredTrial, TrialStore, digest, problem_version
 from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
 from kernelgrade.evaluator.problem_memory import float64_bytes
@@ -86,8 +86,7 @@ class Reference:
         self.problem = problem
         self.keep_trials, self._room, self._release = keep_trials, room, release
         self._store = store
-        self._store_prefix = (problem.content_hash or hashlib.sha256(problem.source.encode()).hexdigest(),
-                              device_class(device), torch.__version__, weight_seed)
+        self._store_prefix = (problem_version(problem), device_class(device), torch.__version__, weight_seed)
         self._trials: dict[int, TrialData] = {}
         self.kept = Footprint()
         # The reference's own time for one call, warm (the shortest seen): what settle.py scales.
@@ -126,8 +125,9 @@ class Reference:
         # Summed on the judge's device, where it takes microseconds (a quarter second for 128 MB on a CPU core),
         # and before the reference runs on these copies.
         pristine = tuple(fingerprints(placed))
-        stored = self._stored(seed, inputs, pristine)
-        trial = stored or TrialData(inputs, self._computed(seed, inputs, placed, pristine), pristine)
+        key = digest(*self._store_prefix, seed)
+        stored = self._stored(key, inputs, pristine)
+        trial = stored or TrialData(inputs, self._computed(key, inputs, placed, pristine), pristine)
         size = Footprint.of([*trial.inputs, *trial.expected.refs, *(trial.expected.oracles or [])])
         if len(self._trials) < self.keep_trials and self._room is not None and self._room(size):
             self._trials[seed] = trial
@@ -138,9 +138,9 @@ class Reference:
         """Fingerprints of the reference's parameters and buffers: they change where running it changes it."""
         return fingerprints([*self.model.parameters(), *self.model.buffers()])
 
-    def _stored(self, seed: int, inputs: list[Any], pristine: tuple[int, ...]) -> TrialData | None:
-        """The trial from the store, where it holds one computed from inputs with these fingerprints."""
-        found = self._store.load(digest(*self._store_prefix, seed), self.device) if self._store else None
+    def _stored(self, key: str, inputs: list[Any], pristine: tuple[int, ...]) -> TrialData | None:
+        """The trial under `key` from the store, where it holds one computed from inputs with these fingerprints."""
+        found = self._store.load(key, self.device) if self._store else None
         if found is None or found.fingerprints != pristine:
             return None
         self.forward_s = min(self.forward_s, found.forward_s)
@@ -150,7 +150,7 @@ class Reference:
         rounded = functools.cache(functools.partial(self._rounded, inputs))
         return TrialData(inputs, Expected(found.refs, found.oracles, rounded), pristine, "stored")
 
-    def _computed(self, seed: int, inputs: list[Any], placed: list[Any], pristine: tuple[int, ...]) -> Expected:
+    def _computed(self, key: str, inputs: list[Any], placed: list[Any], pristine: tuple[int, ...]) -> Expected:
         """The trial's expected outputs, computed; stored where the reference did not change by running (its
         outputs could otherwise depend on the calls before)."""
         before = self.state() if self._store is not None else None
@@ -158,7 +158,7 @@ class Reference:
         if self._store is not None and before == self.state():
             trial = StoredTrial(list(expected.refs), None if expected.oracles is None else list(expected.oracles),
                                 pristine, self.forward_s)
-            self._store.save(digest(*self._store_prefix, seed), trial)
+            self._store.save(key, trial)
         return expected
 
     def forward(self, inputs: Sequence[Any]) -> Any:

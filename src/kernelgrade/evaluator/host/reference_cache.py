@@ -13,7 +13,6 @@ evaluation instead, since its outputs could then depend on the calls before.
 from __future__ import annotations
 
 import functools
-import hashlib
 import secrets
 import threading
 from collections import OrderedDict
@@ -23,7 +22,7 @@ import torch
 
 from kernelgrade.evaluator.host.environment import device_class, mem_available
 from kernelgrade.evaluator.host.reference import Footprint, Reference
-from kernelgrade.evaluator.host.trial_store import TrialStore, digest
+from kernelgrade.evaluator.host.trial_store import TrialStore, digest, problem_version
 from kernelgrade.evaluator.request import ProblemSpec
 
 # Problems kept at once. A stream cycling through more problems than this keeps none of them (each is
@@ -65,7 +64,7 @@ class References:
 
     def reference(self, problem: ProblemSpec, device: torch.device, weight_seed: int) -> Reference:
         """The kept reference if its state is as built; else a new one (kept unless it proved stateful)."""
-        key = (_version(problem), str(device), weight_seed)
+        key = (problem_version(problem), str(device), weight_seed)
         with self._lock:
             kept = self._kept.get(key)
             if kept is not None and kept[0].state() == kept[1]:
@@ -143,7 +142,7 @@ class References:
 
     def _pool(self, problem: ProblemSpec, device: torch.device) -> _SecretPool:
         """Under the lock: the problem's pool on this device, as the store kept it where this judge has none."""
-        key = (_version(problem), str(device))
+        key = (problem_version(problem), str(device))
         if key not in self._pools:
             uses = self._store.pool(_pool_name(problem, device)) if self._store is not None else {}
             self._pools[key] = _SecretPool(list(uses), uses)
@@ -169,11 +168,7 @@ def host_budget() -> int:
 
 
 def _pool_name(problem: ProblemSpec, device: torch.device) -> str:
-    """A pool's name on disk: the judges of one device class share it, as they share the stored trials."""
-    return digest(problem.content_hash or hashlib.sha256(problem.source.encode()).hexdigest(), device_class(device))
-
-
-def _version(problem: ProblemSpec) -> str:
-    return problem.content_hash or str(hash(problem.source))
+    """A pool's key on disk: the judges of one device class share it, as they share the stored trials."""
+    return digest(problem_version(problem), device_class(device))
 
 

@@ -63,7 +63,6 @@ class _PrivateGenerator(TorchFunctionMode):
         """`on`: the GPU that draws large CPU inputs (device_draws.py); None: every draw on the CPU."""
         super().__init__()
         self.generator = torch.Generator().manual_seed(seed)
-        self.on = on
         self.on_generator = torch.Generator(device=on).manual_seed(seed) if on is not None else None
         self.missed = False
 
@@ -80,18 +79,18 @@ class _PrivateGenerator(TorchFunctionMode):
         return func(*args, **kwargs)
 
     def _drawn_on_device(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
-        """The call's tensor drawn on `on`, where there is one and the call is of a form device_draws knows. A
-        device out of memory is the judge's (its evaluation retries); anything else drawn there goes back to
-        the CPU's generator, which gives what torch always gave."""
-        if self.on is None or self.on_generator is None:
+        """The call's tensor drawn on the device of `on_generator`, where there is one and the call is of a form
+        device_draws knows. A device out of memory is the judge's (its evaluation retries); anything else drawn
+        there goes back to the CPU's generator, which gives what torch always gave."""
+        if self.on_generator is None:
             return None
         try:
-            return device_draws.drawn(func, args, kwargs, self.on, self.on_generator)
+            return device_draws.drawn(func, args, kwargs, self.on_generator.device, self.on_generator)
         except torch.cuda.OutOfMemoryError:
             raise
         except Exception:
-            log.warning("drawing %s on %s failed; drawn on the CPU", getattr(func, "__name__", func), self.on,
-                        exc_info=True)
+            log.warning("drawing %s on %s failed; drawn on the CPU", getattr(func, "__name__", func),
+                        self.on_generator.device, exc_info=True)
             return None
 
 

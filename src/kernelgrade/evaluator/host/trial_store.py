@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from kernelgrade.evaluator.request import ProblemSpec
 from kernelgrade.evaluator.wire import tensorfile
 
 log = logging.getLogger(__name__)
@@ -65,22 +66,22 @@ class TrialStore:
         values: list[Any] = [trial.refs, trial.oracles, on_device, list(trial.fingerprints), trial.forward_s]
         self._write(self._trial_path(key), lambda path: tensorfile.save(path, values))
 
-    def pool(self, name: str) -> dict[int, int]:
+    def pool(self, key: str) -> dict[int, int]:
         """A problem's secret seeds and how often each was used; empty where none was kept."""
         try:
-            return {int(seed): int(uses) for seed, uses in json.loads(self._pool_path(name).read_text()).items()}
+            return {int(seed): int(uses) for seed, uses in json.loads(self._pool_path(key).read_text()).items()}
         except (OSError, ValueError, AttributeError):
             return {}
 
-    def save_pool(self, name: str, uses: dict[int, int]) -> None:
+    def save_pool(self, key: str, uses: dict[int, int]) -> None:
         text = json.dumps({str(seed): count for seed, count in uses.items()})
-        self._write(self._pool_path(name), lambda path: path.write_text(text))
+        self._write(self._pool_path(key), lambda path: path.write_text(text))
 
     def _trial_path(self, key: str) -> Path:
         return self.root / "trials" / f"{key}.kgt"
 
-    def _pool_path(self, name: str) -> Path:
-        return self.root / "pools" / f"{digest(name)}.json"
+    def _pool_path(self, key: str) -> Path:
+        return self.root / "pools" / f"{key}.json"
 
     def _write(self, path: Path, write: Any) -> None:
         try:
@@ -94,3 +95,8 @@ class TrialStore:
 
 def digest(*parts: object) -> str:
     return hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()[:40]
+
+
+def problem_version(problem: ProblemSpec) -> str:
+    """A name for the problem's version that is the same in every process: its content hash, else its source's."""
+    return problem.content_hash or hashlib.sha256(problem.source.encode()).hexdigest()
