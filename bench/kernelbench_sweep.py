@@ -88,13 +88,17 @@ def _order(problem: Problem) -> tuple[int, str]:
 
 
 def submissions(problems: Sequence[Problem], kernels: Path | None) -> list[SubmissionIn]:
-    """Each problem's reference renamed ModelNew, then the kernels of `kernels` written for those problems."""
-    chosen = [SubmissionIn(problem=p.name, source=as_model_new(p.source), submitter=SUBMITTER, model=REFERENCE,
-                           force=True) for p in problems]
-    names = {p.name for p in problems}
-    files = sorted(kernels.glob("*.py")) if kernels is not None else []
-    return chosen + [SubmissionIn(problem=f.stem, source=f.read_text(), submitter=SUBMITTER, model=f.name,
-                                  force=True) for f in files if f.stem in names]
+    """Each problem's reference renamed ModelNew, each followed by the kernel of `kernels` written for it, if any:
+    a sweep cut short by its lease has graded the kernels of the problems it reached."""
+    files = {f.stem: f for f in kernels.glob("*.py")} if kernels is not None else {}
+    chosen: list[SubmissionIn] = []
+    for p in problems:
+        chosen.append(SubmissionIn(problem=p.name, source=as_model_new(p.source), submitter=SUBMITTER,
+                                   model=REFERENCE, force=True))
+        if p.name in files:
+            chosen.append(SubmissionIn(problem=p.name, source=files[p.name].read_text(), submitter=SUBMITTER,
+                                       model=files[p.name].name, force=True))
+    return chosen
 
 
 def sweep(problems: list[Problem], kernels: Path | None, settings: dict[str, str], timeout_s: float) -> list[Row]:
