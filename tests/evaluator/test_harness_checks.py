@@ -24,7 +24,7 @@ from kernelgrade.evaluator.integrity.proctree import count_tree
 from kernelgrade.evaluator.integrity.tensor_checks import active_modes, fingerprint, inert, why_not_plain
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.wire import tensorfile
-from kernelgrade.evaluator.wire.protocol import CallRequest
+from kernelgrade.evaluator.wire.protocol import CallRequest, Op, ReadyRequest
 
 FEW_REPS = TimingParams(warmup_calls=1, warmup_ms=0.0, min_reps=5, max_reps=5, input_sets=2, flush_bytes=1 << 20)
 
@@ -182,3 +182,26 @@ def test_call_sees_an_output_written_while_it_is_saved(tmp_path: Path, monkeypat
 
     monkeypatch.setattr(run_child.tensorfile, "save", written_late)
     assert harness.call(request).changed_after_return is True
+
+
+def test_the_child_hands_its_cache_back_after_a_call_but_not_before_timed_reps(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a checked call the judge compares on the same device: what the call freed goes back to the driver.
+    Ops that come before timed reps keep theirs, so the reps do not pay for allocating it again."""
+    handed_back: list[torch.device] = []
+
+    def leave_room(device: torch.device) -> int:
+        handed_back.append(device)
+        return 0
+
+    monkeypatch.setattr(run_child, "leave_room", leave_room)
+    harness = run_child.Harness()
+    harness.model = lambda a: a * 2
+    inputs = tmp_path / "in.kgt"
+    tensorfile.save(inputs, [torch.ones(16)])
+    reply, _seconds = harness.handle(CallRequest(inputs, tmp_path / "out.kgt", settle_s=0.0))
+    assert not isinstance(reply, run_child.Refusal)
+    assert handed_back == [torch.device("cpu")]
+    harness.handle(ReadyRequest())
+    assert handed_back == [torch.device("cpu")]
+    assert Op.WARMUP not in run_child.HANDS_BACK_CACHE and {Op.CALL, Op.TIME} <= run_child.HANDS_BACK_CACHE

@@ -9,10 +9,12 @@ import pytest
 import torch
 
 from kernelgrade.evaluator import PrecisionPolicy, compare
+from kernelgrade.evaluator.child import run_child
 from kernelgrade.evaluator.compare import Comparison, Expected
 from kernelgrade.evaluator.compare_memory import MemoryBudget
+from kernelgrade.evaluator.device_cache import KEEP_CACHED_BYTES, leave_room
 from kernelgrade.evaluator.host import device_room
-from kernelgrade.evaluator.host.device_room import compare_in_room, leave_room
+from kernelgrade.evaluator.host.device_room import compare_in_room
 from kernelgrade.evaluator.host.reference import oracle_bytes
 from kernelgrade.evaluator.host.reference_cache import References
 from kernelgrade.evaluator.host.warm import Warm
@@ -21,6 +23,9 @@ from kernelgrade.evaluator.judge.pipeline import evaluate
 from kernelgrade.evaluator.request import MOVE_BYTES_PER_S, Limits
 from kernelgrade.evaluator.result import Verdict
 from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
+from kernelgrade.evaluator.wire import tensorfile
+from kernelgrade.evaluator.wire.protocol import CallRequest
+from kernelgrade.evaluator.wire.replies import CallReply
 from tests.conftest import RequestFactory
 from tests.evaluator.test_warm import ADD
 
@@ -108,3 +113,18 @@ def test_the_judge_running_out_of_memory_lets_go_of_what_it_keeps_before_the_ret
     assert result.verdict is Verdict.ERROR and result.failure is not None
     assert result.failure.code == "grader_error" and "OutOfMemoryError" in result.failure.detail
     assert warm.references.reference(ADD, torch.device("cpu"), 0) is not kept
+
+
+@pytest.mark.gpu
+def test_a_run_child_hands_back_what_a_large_call_left_cached(tmp_path: Path) -> None:
+    """The child's side on a real device: a call with a 1 GiB output leaves no more than KEEP_CACHED_BYTES of
+    unused cache behind for the judge to miss."""
+    device = torch.device("cuda")
+    harness = run_child.Harness()
+    harness.device = device  # warm() would register the hold page its judge makes: none here
+    harness.model = lambda a: a * 2
+    inputs = tmp_path / "in.kgt"
+    tensorfile.save(inputs, [torch.ones(256 * MiB)])  # 1 GiB of fp32, cloned and doubled by the call
+    reply, _seconds = harness.handle(CallRequest(inputs, tmp_path / "out.kgt", settle_s=0.0))
+    assert isinstance(reply, CallReply)
+    assert torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device) <= KEEP_CACHED_BYTES

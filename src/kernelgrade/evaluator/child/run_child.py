@@ -28,6 +28,7 @@ from torch.utils import cpp_extension
 from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.child.channel import ChildChannel
 from kernelgrade.evaluator.compare import OutputMeta, flatten_outputs
+from kernelgrade.evaluator.device_cache import leave_room
 from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.guard import Guard
 from kernelgrade.evaluator.integrity.l2 import PersistingL2
@@ -69,6 +70,10 @@ _sleep = time.sleep
 _setprofile = sys.setprofile
 _getprofile = sys.getprofile
 _listdir = os.listdir
+# After these the judge uses the device (compares outputs, times the reference) while this child waits: the
+# cache the call or the timed reps left is handed back so that the judge has room (device_cache.py). Not after
+# WARMUP: the timed reps that follow would pay for getting it again.
+HANDS_BACK_CACHE = frozenset({Op.CALL, Op.TIME, Op.TIMED_OUTPUTS})
 # A call's output is fingerprinted when forward() returns and again after a device-wide synchronize and a
 # settle (the judge sends twice the reference's own time). The settle is clamped here too, since the command
 # is the only thing bounding it: 2 ms lets a background thread be scheduled even when the reference takes
@@ -210,7 +215,10 @@ class Harness:
             reply = handler(request)
         except SubmissionFailed as exc:
             return Refusal(RefusalKind.SUBMISSION, str(exc)), 0.0
-        return reply, _perf_counter() - started
+        elapsed = _perf_counter() - started
+        if request.OP in HANDS_BACK_CACHE:
+            leave_room(self.device)
+        return reply, elapsed
 
     def _run_submission(self, fn: Any, *args: Any) -> Any:
         try:

@@ -20,7 +20,8 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator.compare import Expected, flatten_outputs
-from kernelgrade.evaluator.host.device_room import ORACLE_SHARE, leave_room
+from kernelgrade.evaluator.device_cache import leave_room
+from kernelgrade.evaluator.host.device_room import ORACLE_SHARE
 from kernelgrade.evaluator.host.environment import device_class
 from kernelgrade.evaluator.host.seeded_draws import SeededDraws
 from kernelgrade.evaluator.host.trial_store import StoredTrial, TrialStore, digest, problem_version

@@ -16,7 +16,8 @@ import torch
 from kernelgrade.evaluator.compare import Comparison, Expected, check_structure
 from kernelgrade.evaluator.compare_elements import device_free_bytes
 from kernelgrade.evaluator.compare_memory import USABLE_SHARE, MemoryBudget
-from kernelgrade.evaluator.host.device_room import compare_in_room, leave_room
+from kernelgrade.evaluator.device_cache import leave_room
+from kernelgrade.evaluator.host.device_room import compare_in_room
 from kernelgrade.evaluator.host.reference import Footprint, Reference, TrialData, derive_seed
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.judge.job import Job, on_device

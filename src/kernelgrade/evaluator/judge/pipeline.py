@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 
+from kernelgrade.evaluator.device_cache import leave_room
 from kernelgrade.evaluator.host import environment
-from kernelgrade.evaluator.host.device_room import leave_room
 from kernelgrade.evaluator.host.host_lock import HostLock
 from kernelgrade.evaluator.host.reference import Reference
 from kernelgrade.evaluator.host.run_children import ChildKind

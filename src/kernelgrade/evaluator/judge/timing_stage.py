@@ -18,8 +18,8 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator import timing
+from kernelgrade.evaluator.device_cache import leave_room
 from kernelgrade.evaluator.host import hold_watch
-from kernelgrade.evaluator.host.device_room import leave_room
 from kernelgrade.evaluator.host.reference import Reference, save_timing_sets, to_device
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.integrity import precision_flags
