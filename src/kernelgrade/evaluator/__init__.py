@@ -15,6 +15,7 @@ the child's claims) and sandbox/ (how a child is started and contained).
 from kernelgrade.evaluator.host.warm import Warm
 from kernelgrade.evaluator.judge.compile import CompileOutcome
 from kernelgrade.evaluator.judge.pipeline import evaluate, measure_baseline, precompile
+from kernelgrade.evaluator.judge.prepare import Preparation, prepare
 from kernelgrade.evaluator.judge.progress import Progress, ProgressFn
 from kernelgrade.evaluator.request import (
     BaselinePlan,
@@ -47,7 +48,7 @@ from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher, Subproce
 __all__ = [
     "BaselinePlan", "BaselineStatus", "ChildSpec", "CompileOutcome", "CompiledBaseline", "DeviceKind", "Environment",
     "EvalRequest", "EvalResult", "Failure", "Finding", "Launcher", "Limits", "PrecisionKind", "PrecisionPolicy",
-    "ProblemSpec", "Progress", "ProgressFn", "Severity", "Stage", "SubprocessLauncher", "TimingFlags", "TimingMethod",
-    "TimingParams", "TimingStats", "TrialPlan", "TrialResult", "Verdict", "Warm", "evaluate", "measure_baseline",
-    "precompile",
+    "Preparation", "ProblemSpec", "Progress", "ProgressFn", "Severity", "Stage", "SubprocessLauncher", "TimingFlags",
+    "TimingMethod", "TimingParams", "TimingStats", "TrialPlan", "TrialResult", "Verdict", "Warm", "evaluate",
+    "measure_baseline", "precompile", "prepare",
 ]

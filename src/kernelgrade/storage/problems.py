@@ -4,6 +4,7 @@ the one new submissions go to."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -76,6 +77,15 @@ def list_latest_problems(session: Session, suite: str | None = None) -> list[Pro
     if suite is not None:
         query = query.where(ProblemRow.suite == suite)
     return [problem_record(row) for row in session.scalars(query.order_by(ProblemRow.suite, ProblemRow.name))]
+
+
+def latest_problems_for(session: Session, device_kinds: Iterable[str], leaving_out: Iterable[int],
+                        limit: int = 1) -> list[ProblemRecord]:
+    """The newest problem versions graded on one of `device_kinds`, newest first, but those in `leaving_out`."""
+    query = (select(ProblemRow).where(ProblemRow.is_latest, ProblemRow.device_kind.in_(list(device_kinds)),
+                                      ProblemRow.id.not_in(list(leaving_out)))
+             .order_by(ProblemRow.id.desc()).limit(limit))
+    return [problem_record(row) for row in session.scalars(query)]
 
 
 def problems_without_shapes(session: Session, limit: int = 20) -> list[ProblemRecord]:

@@ -7,7 +7,8 @@ back to the queue until its attempts reach the cap.
 
 A torch.compile baseline measured on this device class within the configured age is handed to evaluate()
 to reuse. None is measured on a verdict's path: with no job to claim, the judge measures a baseline that graded
-evaluations wait for (worker/compiled_baselines.py).
+evaluations wait for (worker/compiled_baselines.py), or else prepares a problem's trials ahead of its
+submissions (worker/preparations.py).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from kernelgrade.evaluator import (
     Warm,
     evaluate,
     measure_baseline,
+    prepare,
 )
 from kernelgrade.evaluator.sandbox.cpus import on_cpus
 from kernelgrade.storage.baselines import fresh_baseline
@@ -48,6 +50,7 @@ from kernelgrade.worker.job_outcome import (
     stored_baseline,
 )
 from kernelgrade.worker.judges import JudgeSlot
+from kernelgrade.worker.preparations import next_to_prepare, report
 from kernelgrade.worker.progress_poster import ProgressPoster
 
 log = logging.getLogger(__name__)
@@ -95,6 +98,7 @@ class Judge:
         self.builder = RequestBuilder(settings, self.cores.builds)
         self.state = JudgeState()
         self.failed_baselines: set[tuple[int, str]] = set()  # (problem id, device class) this judge leaves alone
+        self.looked_at: set[int] = set()  # problem versions this judge prepared or found prepared
         self.progress = ProgressPoster(database)
         spares = settings.warm_children if slot.kind == "cuda" else min(1, settings.warm_children)
         self.warm = (Warm.keeping(launcher, settings.work_root, settings.cache_dir, spares, settings.host_lock)
@@ -120,7 +124,7 @@ class Judge:
                 job = None
             if job is None:
                 idle_since = idle_since or time.monotonic()
-                if time.monotonic() - idle_since < BASELINE_IDLE_S or not self.measure_a_due_baseline():
+                if time.monotonic() - idle_since < BASELINE_IDLE_S or not self.use_idle_time():
                     self.wake.wait(min(self.settings.poll_seconds, BASELINE_IDLE_S))
                     self.wake.clear()
                 continue
@@ -174,6 +178,33 @@ class Judge:
         spec = problem_spec(problem)
         device_index = self.slot.device_index if spec.device.value == "cuda" else 0
         return self.builder.build(spec, source, device_index, known)
+
+    def use_idle_time(self) -> bool:
+        """One piece of work for a judge with no job to claim: a due torch.compile baseline (evaluations wait for
+        it), else a problem to prepare; False when there is none."""
+        return self.measure_a_due_baseline() or self.prepare_a_problem()
+
+    def prepare_a_problem(self) -> bool:
+        """Prepare the newest problem this judge has not looked at in this process (worker/preparations.py);
+        False when none is left or the judge keeps no trials. Never raises."""
+        if not self.settings.prepare_problems or self.warm is None:
+            return False
+        try:
+            problem = next_to_prepare(self.database, self.slot.serves, self.looked_at)
+        except Exception:
+            log.exception("judge %s could not look for problems to prepare", self.slot.name)
+            return False
+        if problem is None:
+            return False
+        self.looked_at.add(problem.id)
+        try:
+            with on_cpus(self.cores.measure):
+                done = prepare(self._request(problem, ""), self.warm)
+        except Exception:  # the stored problem could not be read back: its evaluations will say so
+            log.exception("judge %s: preparing %s failed", self.slot.name, problem.name)
+            return True
+        report(self.slot.name, self.slot.device_class, done)
+        return True
 
     def measure_a_due_baseline(self) -> bool:
         """Measure one torch.compile baseline that graded evaluations wait for; False when none is due (or the

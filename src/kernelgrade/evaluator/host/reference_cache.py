@@ -125,20 +125,40 @@ class References:
         """`count` distinct seeds from the problem's pool, each counted as used; worn-out seeds are replaced
         by fresh random ones."""
         with self._lock:
-            pool = self._pool(problem, device)
-            for seed in [s for s in pool.seeds if pool.uses[s] >= self.secret_uses]:
-                pool.seeds.remove(seed)
-                del pool.uses[seed]
-            while len(pool.seeds) < max(self.secret_pool, count):
-                seed = secrets.randbits(60)
-                pool.seeds.append(seed)
-                pool.uses[seed] = 0
+            pool = self._refreshed(problem, device, count)
             chosen = secrets.SystemRandom().sample(pool.seeds, count)
             for seed in chosen:
                 pool.uses[seed] += 1
-            if self._store is not None:
-                self._store.save_pool(_pool_name(problem, device), pool.uses)
+            self._save_pool(problem, device, pool)
             return chosen
+
+    def pool_seeds(self, problem: ProblemSpec, device: torch.device) -> list[int]:
+        """Every seed of the problem's pool as the next evaluations will draw from it, none counted as used: what
+        preparing the problem ahead computes (judge/prepare.py)."""
+        with self._lock:
+            pool = self._refreshed(problem, device, self.secret_pool)
+            self._save_pool(problem, device, pool)
+            return list(pool.seeds)
+
+    @property
+    def store(self) -> TrialStore | None:
+        return self._store
+
+    def _refreshed(self, problem: ProblemSpec, device: torch.device, count: int) -> _SecretPool:
+        """Under the lock: the problem's pool with worn-out seeds replaced by fresh random ones, at least `count`."""
+        pool = self._pool(problem, device)
+        for seed in [s for s in pool.seeds if pool.uses[s] >= self.secret_uses]:
+            pool.seeds.remove(seed)
+            del pool.uses[seed]
+        while len(pool.seeds) < max(self.secret_pool, count):
+            seed = secrets.randbits(60)
+            pool.seeds.append(seed)
+            pool.uses[seed] = 0
+        return pool
+
+    def _save_pool(self, problem: ProblemSpec, device: torch.device, pool: _SecretPool) -> None:
+        if self._store is not None:
+            self._store.save_pool(_pool_name(problem, device), pool.uses)
 
     def _pool(self, problem: ProblemSpec, device: torch.device) -> _SecretPool:
         """Under the lock: the problem's pool on this device, as the store kept it where this judge has none."""

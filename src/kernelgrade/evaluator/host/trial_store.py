@@ -77,6 +77,16 @@ class TrialStore:
         text = json.dumps({str(seed): count for seed, count in uses.items()})
         self._write(self._pool_path(key), lambda path: path.write_text(text))
 
+    def prepared(self, key: str) -> bool:
+        """Whether a problem's preparation under `key` was finished (judge/prepare.py)."""
+        return self._prepared_path(key).exists()
+
+    def mark_prepared(self, key: str, summary: str) -> None:
+        self._write(self._prepared_path(key), lambda path: path.write_text(summary))
+
+    def _prepared_path(self, key: str) -> Path:
+        return self.root / "prepared" / f"{key}.txt"
+
     def _trial_path(self, key: str) -> Path:
         return self.root / "trials" / f"{key}.kgt"
 

@@ -40,8 +40,7 @@ class Job:
 
     @classmethod
     def start(cls, request: EvalRequest, launcher: Launcher, progress: ProgressFn, warm: Warm) -> Job:
-        cuda = request.problem.device.value == "cuda"
-        device = torch.device(f"cuda:{request.device_index}") if cuda else torch.device("cpu")
+        device = judge_device(request)
         # Secret trials and timing inputs must be unpredictable even where the deployment set no secret.
         secret = request.trials.secret or secrets.token_hex(16)
         request.work_root.mkdir(parents=True, exist_ok=True)
@@ -128,6 +127,12 @@ class Job:
     def cleanup(self) -> None:
         for path in (*self.earlier_dirs, self.work_dir):
             shutil.rmtree(path, ignore_errors=True)
+
+
+def judge_device(request: EvalRequest) -> torch.device:
+    """The device the request's problem is graded on: its GPU of the host, or the CPU."""
+    cuda = request.problem.device.value == "cuda"
+    return torch.device(f"cuda:{request.device_index}") if cuda else torch.device("cpu")
 
 
 def on_device(device: torch.device) -> AbstractContextManager[object]:

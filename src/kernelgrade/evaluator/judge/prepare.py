@@ -1,0 +1,104 @@
+"""A problem prepared before its first submission: the expected outputs and float64 oracles of its public
+trials and of every seed of its secret pool, computed while the judge has nothing to grade and kept in the
+trial store (trial_store.py), where the judges of the host and their restarts find them. The evaluations that
+follow read them back instead of running the reference and the oracle on their path.
+
+Preparation stops at the first trial too large for the store: such a problem's trials are kept in memory only,
+by the evaluations themselves, and computing all of them ahead would only hold the judge up. A problem whose
+preparation finished is marked in the store, so that no judge of the host does it twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+
+import torch
+
+from kernelgrade.evaluator.host import trial_store
+from kernelgrade.evaluator.host.environment import device_class
+from kernelgrade.evaluator.host.reference import Footprint, TrialData
+from kernelgrade.evaluator.host.reference_cache import References
+from kernelgrade.evaluator.host.trial_store import digest, problem_version
+from kernelgrade.evaluator.host.warm import Warm
+from kernelgrade.evaluator.judge.correctness import trial_seeds
+from kernelgrade.evaluator.judge.job import judge_device, on_device
+from kernelgrade.evaluator.request import EvalRequest
+
+
+@dataclass(frozen=True)
+class Preparation:
+    """What preparing one problem did; `note` says why it stopped short or did nothing, "" when it finished."""
+
+    problem: str
+    trials: int = 0  # trials made ready: public ones and the secret pool's
+    computed: int = 0  # of them, computed now (the others were read back from the store or kept in memory)
+    seconds: float = 0.0
+    finished: bool = False  # every trial is in the store: the problem is marked prepared
+    note: str = ""
+
+
+def prepare(request: EvalRequest, warm: Warm) -> Preparation:
+    """Prepare the request's problem on its device for the request's trial plan. Never raises: a reference that
+    fails here fails its evaluations too, which report it; the note says what happened."""
+    name = request.problem.name
+    references = warm.references
+    if references is None or references.store is None:
+        return Preparation(name, note="this judge keeps no trials between evaluations")
+    device = judge_device(request)
+    key = _key(request, device, references)
+    if references.store.prepared(key):
+        return Preparation(name, finished=True, note="prepared before")
+    started = time.monotonic()
+    try:
+        with _beside_measurements(warm, device):
+            made = _made_trials(request, device, references)
+    except Exception as exc:  # the problem's own code, or the device running out: the evaluations will say
+        return Preparation(name, seconds=time.monotonic() - started, note=f"the reference failed: {exc!r}"[:500])
+    return _finish(name, made, time.monotonic() - started, references, key)
+
+
+def _beside_measurements(warm: Warm, device: torch.device) -> AbstractContextManager[object]:
+    """A CPU problem's reference and oracle compete with the CPU measurements of the host's judges: they hold
+    the host lock as a build does, so that no measurement runs beside them (host_lock.py)."""
+    lock = warm.children.host_lock
+    return lock.shared() if device.type == "cpu" and lock is not None else nullcontext()
+
+
+def _made_trials(request: EvalRequest, device: torch.device, references: References) -> list[TrialData]:
+    """The trials made, in order, up to the first one too large for the store."""
+    with on_device(device):
+        reference = references.reference(request.problem, device, request.trials.seed)
+        seeds = [t.seed for t in trial_seeds(request.trials, "", references.pool_seeds(request.problem, device))]
+        made: list[TrialData] = []
+        for seed in seeds:
+            made.append(reference.trial(seed))
+            if _too_large(made[-1]):
+                break
+    return made
+
+
+def _finish(name: str, made: list[TrialData], seconds: float, references: References, key: str) -> Preparation:
+    counts = Counter(t.prepared for t in made)
+    if made and _too_large(made[-1]):
+        limit_mib = trial_store.STORE_MAX_BYTES >> 20
+        note = f"a trial's expected outputs take over {limit_mib} MiB: they are made per evaluation"
+        return Preparation(name, len(made), counts["computed"], seconds, note=note)
+    summary = Preparation(name, len(made), counts["computed"], seconds, finished=True)
+    assert references.store is not None
+    references.store.mark_prepared(key, f"{summary}\n")
+    return summary
+
+
+def _too_large(trial: TrialData) -> bool:
+    held = Footprint.of([*trial.expected.refs, *(trial.expected.oracles or [])])
+    return held.device + held.host > trial_store.STORE_MAX_BYTES
+
+
+def _key(request: EvalRequest, device: torch.device, references: References) -> str:
+    """Preparation covers one problem version on one device class, torch version and trial plan."""
+    plan = request.trials
+    return digest(problem_version(request.problem), device_class(device), torch.__version__, plan.seed,
+                  plan.public_trials, references.secret_pool)

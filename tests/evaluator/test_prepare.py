@@ -1,0 +1,91 @@
+"""A problem prepared before its first submission: its public trials and whole secret pool computed once, read
+back by the evaluations after it and by a restarted judge, and never done twice."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelgrade.evaluator import EvalRequest, SubprocessLauncher, TrialPlan, Warm, prepare
+from kernelgrade.evaluator.host import trial_store
+from kernelgrade.evaluator.host.reference_cache import References
+from kernelgrade.evaluator.host.run_children import RunChildren
+from kernelgrade.evaluator.host.trial_store import TrialStore
+from kernelgrade.evaluator.judge.correctness import trial_seeds
+from kernelgrade.evaluator.request import DeviceKind, ProblemSpec
+from tests.evaluator.test_warm import ADD
+
+CPU = torch.device("cpu")
+PLAN = TrialPlan(public_trials=3, secret_trials=2)
+POOL = 8  # References' default secret pool
+
+BROKEN = ProblemSpec("broken", """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, a):
+        raise RuntimeError("the reference is broken")
+def get_inputs():
+    return [torch.randn(8)]
+def get_init_inputs():
+    return []
+""", device=DeviceKind.CPU, content_hash="broken-v1")
+
+
+@pytest.fixture
+def judge(tmp_path: Path) -> Iterator[Warm]:
+    """A judge's warm bundle as a fresh process has it: no child started, the store on disk."""
+    warm = restarted(tmp_path)
+    yield warm
+    warm.close()
+
+
+def restarted(root: Path) -> Warm:
+    return Warm(RunChildren(SubprocessLauncher(), root / "work", 0), References(store=TrialStore(root / "prepared")))
+
+
+def request(tmp_path: Path, problem: ProblemSpec = ADD) -> EvalRequest:
+    return EvalRequest(problem=problem, submission="", cache_dir=tmp_path / "cache", work_root=tmp_path / "work",
+                       trials=PLAN)
+
+
+def test_a_prepared_problem_s_trials_are_read_back_by_the_evaluations_after_a_restart(
+        judge: Warm, tmp_path: Path) -> None:
+    done = prepare(request(tmp_path), judge)
+    assert (done.trials, done.computed, done.finished, done.note) == (PLAN.public_trials + POOL, 3 + POOL, True, "")
+    again = restarted(tmp_path)
+    try:
+        assert prepare(request(tmp_path), again).note == "prepared before"
+        references = again.references
+        assert references is not None
+        pooled = references.secret_seeds(ADD, CPU, PLAN.secret_trials)  # an evaluation's draw from the pool
+        reference = references.reference(ADD, CPU, PLAN.seed)
+        trials = trial_seeds(PLAN, "", pooled)
+        assert [reference.trial(t.seed).prepared for t in trials] == ["stored"] * len(trials)
+    finally:
+        again.close()
+
+
+def test_a_problem_with_trials_too_large_to_keep_stops_at_the_first(
+        judge: Warm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(trial_store, "STORE_MAX_BYTES", 16)
+    done = prepare(request(tmp_path), judge)
+    assert (done.trials, done.computed, done.finished) == (1, 1, False)
+    assert "made per evaluation" in done.note
+    assert prepare(request(tmp_path), judge).note != "prepared before"  # nothing marked: it is looked at again
+
+
+def test_a_reference_that_fails_is_reported_not_raised(judge: Warm, tmp_path: Path) -> None:
+    done = prepare(request(tmp_path, BROKEN), judge)
+    assert not done.finished and "the reference is broken" in done.note
+
+
+def test_a_judge_that_keeps_nothing_prepares_nothing(tmp_path: Path) -> None:
+    warm = Warm.nothing(SubprocessLauncher(), tmp_path / "work", tmp_path / "cache")
+    try:
+        done = prepare(request(tmp_path), warm)
+    finally:
+        warm.close()
+    assert (done.trials, done.finished) == (0, False) and "keeps no trials" in done.note
