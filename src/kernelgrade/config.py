@@ -145,7 +145,7 @@ class Settings(BaseSettings):
     compiled_baseline_max_age_hours: float = Field(default=168.0, ge=0)
     # A judge with nothing to grade computes the expected outputs and oracles of problems not yet submitted to
     # (evaluator/judge/prepare.py), so that their first evaluations do not.
-    prepare_problems: bool = True
+    prepare_problems: Flag = True
     # Judges of the embedded pool: -1 = one per visible GPU, or one CPU judge when there is none; 0 = no
     # embedded pool (API only, workers run elsewhere).
     local_judges: int = Field(default=-1, ge=-1)
