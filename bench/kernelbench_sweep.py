@@ -8,8 +8,9 @@ named by its catalogue name) are graded for the problems chosen, builds and all.
 
     python bench/kernelbench_sweep.py KernelBench/KernelBench --level 1 --limit 10
 
-A sweep cut short (a GPU lease ran out) goes on where it stopped with `--skip-correct OUTPUT`: the problems
-whose references that output shows `correct` are left out.
+Problems are graded least device memory first (`--in-file-order` to keep the files' order), so a sweep cut
+short (a GPU lease ran out) has graded as many as it could; it goes on where it stopped with `--skip-correct
+OUTPUT`: the problems whose references that output shows `correct` are left out.
 
 The folder holds level1/, level2/, level3/ folders of `N_Name.py` files. A fresh data dir and database are
 made for the run; the server grades with the fast timing profile unless --env says otherwise.
@@ -18,6 +19,7 @@ made for the run; the server grades with the fast timing profile unless --env sa
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 import tempfile
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgrade.client import Client
+from kernelgrade.evaluator.problem_memory import estimate
 from kernelgrade.problems.importer import scan_folder
 from kernelgrade.problems.loader import Problem
 from kernelgrade.service.schemas import SubmissionIn, SubmissionOut
@@ -75,6 +78,21 @@ def selected(folder: Path, levels: Sequence[int], limit: int | None, names: Sequ
         ours = sorted((p for p in scan.problems if p.level == level and (not names or p.name in names)), key=_order)
         chosen += ours[:limit] if limit is not None else ours
     return chosen
+
+
+def smallest_first(problems: Sequence[Problem]) -> list[Problem]:
+    """The problems by the device memory a trial of theirs needs (evaluator/problem_memory.py), least first: a
+    sweep cut short by its lease has graded as many problems as it could. Those whose need cannot be found on
+    torch's meta device come last, in their order."""
+    needs = {p.name: _need(p) for p in problems}
+    return sorted(problems, key=lambda p: needs[p.name])
+
+
+def _need(problem: Problem) -> float:
+    try:
+        return float(estimate(problem.source, problem.name).least)
+    except Exception:  # the problem's own code on meta: anything it raises only means "not known"
+        return math.inf
 
 
 def correct_in(output: str) -> set[str]:
@@ -220,9 +238,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the references alone")
     parser.add_argument("--skip-correct", type=Path, default=None, metavar="OUTPUT",
                         help="an earlier sweep's output: leave out the problems it shows correct")
+    parser.add_argument("--in-file-order", action="store_true", help="grade in level and file-number order"
+                        " (default: the problems needing the least device memory first)")
     parser.add_argument("--timeout-s", type=float, default=DEFAULT_TIMEOUT_S)
     args = parser.parse_args(argv)
     problems = selected(args.folder, args.level or [1, 2, 3], args.limit, args.problem)
+    if not args.in_file_order:
+        problems = smallest_first(problems)
     if args.skip_correct is not None:
         done = correct_in(args.skip_correct.read_text())
         problems = [p for p in problems if p.name not in done]

@@ -55,3 +55,23 @@ def test_a_sweep_goes_on_without_the_problems_an_earlier_output_shows_correct(tm
     done = run_sweep("--level", "1", "--skip-correct", str(earlier))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "# left out 2 problems" in done.stdout and "nothing left to grade" in done.stdout
+
+
+def _relu_problem(elements: str, forward: str = "torch.relu(x)") -> str:
+    return (f"import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return {forward}\n"
+            f"def get_inputs():\n    return [torch.randn({elements})]\ndef get_init_inputs():\n    return []\n")
+
+
+def test_the_problems_needing_least_memory_come_first_and_unknown_ones_last(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    import kernelbench_sweep
+
+    level = tmp_path / "level1"
+    level.mkdir()
+    (level / "1_Large.py").write_text(_relu_problem("4096, 64"))
+    (level / "2_Unknown.py").write_text(_relu_problem("8", "x * x.sum().item()"))  # no value on meta
+    (level / "3_Small.py").write_text(_relu_problem("16"))
+    problems = kernelbench_sweep.selected(tmp_path, [1], None)
+    assert [p.name for p in problems] == ["1_large", "2_unknown", "3_small"]
+    assert [p.name for p in kernelbench_sweep.smallest_first(problems)] == ["3_small", "1_large", "2_unknown"]
