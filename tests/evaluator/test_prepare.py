@@ -16,7 +16,7 @@ from kernelgrade.evaluator.host.run_children import RunChildren
 from kernelgrade.evaluator.host.trial_store import TrialStore
 from kernelgrade.evaluator.judge.correctness import trial_seeds
 from kernelgrade.evaluator.request import DeviceKind, ProblemSpec
-from tests.evaluator.test_warm import ADD
+from tests.evaluator.test_warm import ADD, BATCH_NORM
 
 CPU = torch.device("cpu")
 PLAN = TrialPlan(public_trials=3, secret_trials=2)
@@ -75,6 +75,11 @@ def test_a_problem_with_trials_too_large_to_keep_stops_at_the_first(
     assert (done.trials, done.computed, done.finished) == (1, 1, False)
     assert "made per evaluation" in done.note
     assert prepare(request(tmp_path), judge).note != "prepared before"  # nothing marked: it is looked at again
+
+
+def test_a_reference_that_changes_when_it_runs_is_not_marked_prepared(judge: Warm, tmp_path: Path) -> None:
+    done = prepare(request(tmp_path, BATCH_NORM), judge)
+    assert (done.trials, done.finished) == (1, False) and "changes when it runs" in done.note
 
 
 def test_a_reference_that_fails_is_reported_not_raised(judge: Warm, tmp_path: Path) -> None:

@@ -3,8 +3,9 @@ trials and of every seed of its secret pool, computed while the judge has nothin
 trial store (trial_store.py), where the judges of the host and their restarts find them. The evaluations that
 follow read them back instead of running the reference and the oracle on their path.
 
-Preparation stops at the first trial too large for the store: such a problem's trials are kept in memory only,
-by the evaluations themselves, and computing all of them ahead would only hold the judge up. A problem whose
+Preparation stops at the first trial too large for the store, or of a reference that changes when it runs:
+such a problem's trials are made by the evaluations themselves, and computing all of them ahead would only hold
+the judge up. A problem whose
 preparation finished is marked in the store, so that no judge of the host does it twice.
 """
 
@@ -54,10 +55,10 @@ def prepare(request: EvalRequest, warm: Warm) -> Preparation:
     started = time.monotonic()
     try:
         with _beside_measurements(warm, device):
-            made = _made_trials(request, device, references)
+            made, why_not = _made_trials(request, device, references)
     except Exception as exc:  # the problem's own code, or the device running out: the evaluations will say
         return Preparation(name, seconds=time.monotonic() - started, note=f"the reference failed: {exc!r}"[:500])
-    return _finish(name, made, time.monotonic() - started, references, key)
+    return _finish(name, made, why_not, time.monotonic() - started, references, key)
 
 
 def _beside_measurements(warm: Warm, device: torch.device) -> AbstractContextManager[object]:
@@ -67,25 +68,28 @@ def _beside_measurements(warm: Warm, device: torch.device) -> AbstractContextMan
     return lock.shared() if device.type == "cpu" and lock is not None else nullcontext()
 
 
-def _made_trials(request: EvalRequest, device: torch.device, references: References) -> list[TrialData]:
-    """The trials made, in order, up to the first one too large for the store."""
+def _made_trials(request: EvalRequest, device: torch.device, references: References) -> tuple[list[TrialData], str]:
+    """The trials made, in order, up to the first one that cannot be stored, and why it cannot ("" if none)."""
     with on_device(device):
         reference = references.reference(request.problem, device, request.trials.seed)
+        built = reference.state()
         seeds = [t.seed for t in trial_seeds(request.trials, "", references.pool_seeds(request.problem, device))]
         made: list[TrialData] = []
         for seed in seeds:
             made.append(reference.trial(seed))
             if _too_large(made[-1]):
-                break
-    return made
+                limit_mib = trial_store.STORE_MAX_BYTES >> 20
+                return made, f"a trial's expected outputs take over {limit_mib} MiB: they are made per evaluation"
+            if reference.state() != built:  # nothing of it is stored (reference_cache.py)
+                return made, "the reference changes when it runs: its trials are made per evaluation"
+    return made, ""
 
 
-def _finish(name: str, made: list[TrialData], seconds: float, references: References, key: str) -> Preparation:
+def _finish(name: str, made: list[TrialData], why_not: str, seconds: float, references: References,
+            key: str) -> Preparation:
     counts = Counter(t.prepared for t in made)
-    if made and _too_large(made[-1]):
-        limit_mib = trial_store.STORE_MAX_BYTES >> 20
-        note = f"a trial's expected outputs take over {limit_mib} MiB: they are made per evaluation"
-        return Preparation(name, len(made), counts["computed"], seconds, note=note)
+    if why_not:
+        return Preparation(name, len(made), counts["computed"], seconds, note=why_not)
     summary = Preparation(name, len(made), counts["computed"], seconds, finished=True)
     assert references.store is not None
     references.store.mark_prepared(key, f"{summary}\n")
