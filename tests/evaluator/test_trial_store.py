@@ -66,3 +66,16 @@ def test_the_secret_pool_survives_a_restart_with_its_uses(tmp_path: Path) -> Non
     after.secret_pool = 3
     assert sorted(after.secret_seeds(ADD, CPU, 3)) == sorted(chosen)
     assert TrialStore(tmp_path).pool(trial_store.digest("add-v1", device_class(CPU))) == dict.fromkeys(chosen, 2)
+
+
+def test_past_the_total_limit_the_least_recently_used_trials_are_removed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reference = restarted(tmp_path).reference(ADD, CPU, 0)
+    reference.trial(SEED)
+    [first] = (tmp_path / "trials").iterdir()
+    monkeypatch.setattr(trial_store, "STORE_TOTAL_BYTES", first.stat().st_size * 5 // 2)  # two, give or take
+    reference.trial(SEED + 1)
+    assert restarted(tmp_path).reference(ADD, CPU, 0).trial(SEED).prepared == "stored"  # used: now the newest
+    reference.trial(SEED + 2)  # a third trial: the least recently used one goes
+    again = restarted(tmp_path).reference(ADD, CPU, 0)
+    assert [again.trial(s).prepared for s in (SEED, SEED + 2, SEED + 1)] == ["stored", "stored", "computed"]

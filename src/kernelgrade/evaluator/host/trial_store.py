@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,10 @@ log = logging.getLogger(__name__)
 # 1 GiB a problem; a trial of this size is recomputed in well under a second on a GPU, while larger ones
 # (gigabyte outputs) would cost more disk than they save time.
 STORE_MAX_BYTES = 64 * 1024**2
+# All stored trials of the host's judges together: past this the least recently used are removed. Idle judges
+# prepare the whole catalogue, and a few hundred problems of up to 16 trials each would otherwise fill a disk;
+# 16 GiB holds the trials of hundreds of typical problems (a few MB each) and of 16 problems at the size limit.
+STORE_TOTAL_BYTES = 16 * 1024**3
 
 
 @dataclass(frozen=True)
@@ -45,10 +50,12 @@ class TrialStore:
     def load(self, key: str, device: torch.device) -> StoredTrial | None:
         """The trial under `key`, its outputs on `device` (oracles where they were: on `device` or the host)."""
         path = self._trial_path(key)
-        if not path.exists():
-            return None
         try:
+            now = time.time_ns()  # the precise time: the kernel's own stamp is coarse enough to tie with a write's
+            os.utime(path, ns=(now, now))  # used now: the last to be removed (_trim)
             refs, oracles, on_device, prints, forward_s = tensorfile.load(path)
+        except FileNotFoundError:
+            return None
         except Exception as error:  # a damaged file of any kind is only work to do again, never a failed grading
             log.warning("stored trial %s is unreadable (%s); computing it again", path.name, error)
             return None
@@ -65,6 +72,20 @@ class TrialStore:
         on_device = trial.oracles is not None and any(o.device.type != "cpu" for o in trial.oracles)
         values: list[Any] = [trial.refs, trial.oracles, on_device, list(trial.fingerprints), trial.forward_s]
         self._write(self._trial_path(key), lambda path: tensorfile.save(path, values))
+        self._trim()
+
+    def _trim(self) -> None:
+        """Remove the least recently used trials until all of them take at most STORE_TOTAL_BYTES."""
+        try:
+            files = sorted((f.stat().st_mtime, f.stat().st_size, f) for f in (self.root / "trials").glob("*.kgt"))
+        except OSError:  # another judge removed one meanwhile: the next save trims
+            return
+        total = sum(size for _, size, _ in files)
+        for _, size, path in files:
+            if total <= STORE_TOTAL_BYTES:
+                break
+            path.unlink(missing_ok=True)
+            total -= size
 
     def pool(self, key: str) -> dict[int, int]:
         """A problem's secret seeds and how often each was used; empty where none was kept."""
