@@ -22,6 +22,18 @@ CPU = torch.device("cpu")
 PLAN = TrialPlan(public_trials=3, secret_trials=2)
 POOL = 8  # References' default secret pool
 
+# Its output's value decides nothing, but .item() has no value on torch's meta device.
+NOT_ON_META = ProblemSpec("not_on_meta", """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, a):
+        return a * (1.0 if a.sum().item() != 0.5 else 2.0)
+def get_inputs():
+    return [torch.randn(64)]
+def get_init_inputs():
+    return []
+""", device=DeviceKind.CPU, content_hash="not-on-meta-v1")
+
 BROKEN = ProblemSpec("broken", """
 import torch
 class Model(torch.nn.Module):
@@ -68,13 +80,15 @@ def test_a_prepared_problem_s_trials_are_read_back_by_the_evaluations_after_a_re
         again.close()
 
 
-def test_a_problem_with_trials_too_large_to_keep_stops_at_the_first(
-        judge: Warm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("problem", "computed"), [(ADD, 0), (NOT_ON_META, 1)])
+def test_a_problem_with_trials_too_large_to_keep_is_left_to_its_evaluations(
+        problem: ProblemSpec, computed: int, judge: Warm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Known too large from the meta device, nothing is computed; where meta cannot tell, the first trial does."""
     monkeypatch.setattr(trial_store, "STORE_MAX_BYTES", 16)
-    done = prepare(request(tmp_path), judge)
-    assert (done.trials, done.computed, done.finished) == (1, 1, False)
+    done = prepare(request(tmp_path, problem), judge)
+    assert (done.trials, done.computed, done.finished) == (computed, computed, False)
     assert "made per evaluation" in done.note
-    assert prepare(request(tmp_path), judge).note != "prepared before"  # nothing marked: it is looked at again
+    assert prepare(request(tmp_path, problem), judge).note != "prepared before"  # nothing marked
 
 
 def test_a_reference_that_changes_when_it_runs_is_not_marked_prepared(judge: Warm, tmp_path: Path) -> None:

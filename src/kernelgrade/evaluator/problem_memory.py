@@ -27,6 +27,7 @@ class ProblemMemory:
     outputs: int  # the reference's and the candidate's
     oracle: int  # float64 inputs and outputs of the oracle
     comparison: int  # the comparison's temporaries when it runs unchunked
+    expected: int = 0  # what the judge expects of one trial: the reference's outputs and their float64 oracle
 
     @property
     def total(self) -> int:
@@ -50,7 +51,8 @@ def estimate(source: str, name: str) -> ProblemMemory:
     weights = [*model.parameters(), *model.buffers()]
     return ProblemMemory(inputs=_bytes(_tensors(inputs)), weights=_bytes(weights) + float64_bytes(weights),
                          outputs=2 * _bytes(outputs), oracle=float64_bytes(_tensors(inputs)) + float64_bytes(outputs),
-                         comparison=sum(o.numel() * _comparison_per_element(o) for o in outputs))
+                         comparison=sum(o.numel() * _comparison_per_element(o) for o in outputs),
+                         expected=_bytes(outputs) + float64_bytes(outputs))
 
 
 def _tensors(values: Iterable[Any]) -> list[torch.Tensor]:

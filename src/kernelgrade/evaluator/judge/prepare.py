@@ -26,7 +26,10 @@ from kernelgrade.evaluator.host.trial_store import digest, problem_version
 from kernelgrade.evaluator.host.warm import Warm
 from kernelgrade.evaluator.judge.correctness import trial_seeds
 from kernelgrade.evaluator.judge.job import judge_device, on_device
+from kernelgrade.evaluator.problem_memory import estimate
 from kernelgrade.evaluator.request import EvalRequest
+
+_TOO_LARGE = "a trial's expected outputs take over {} MiB: they are made per evaluation"
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,8 @@ def prepare(request: EvalRequest, warm: Warm) -> Preparation:
     key = _key(request, device, references)
     if references.store.prepared(key):
         return Preparation(name, finished=True, note="prepared before")
+    if _expected_bytes(request) > trial_store.STORE_MAX_BYTES:
+        return Preparation(name, note=_TOO_LARGE.format(trial_store.STORE_MAX_BYTES >> 20))
     started = time.monotonic()
     try:
         with _beside_measurements(warm, device):
@@ -78,8 +83,7 @@ def _made_trials(request: EvalRequest, device: torch.device, references: Referen
         for seed in seeds:
             made.append(reference.trial(seed))
             if _too_large(made[-1]):
-                limit_mib = trial_store.STORE_MAX_BYTES >> 20
-                return made, f"a trial's expected outputs take over {limit_mib} MiB: they are made per evaluation"
+                return made, _TOO_LARGE.format(trial_store.STORE_MAX_BYTES >> 20)
             if reference.state() != built:  # nothing of it is stored (reference_cache.py)
                 return made, "the reference changes when it runs: its trials are made per evaluation"
     return made, ""
@@ -94,6 +98,16 @@ def _finish(name: str, made: list[TrialData], why_not: str, seconds: float, refe
     assert references.store is not None
     references.store.mark_prepared(key, f"{summary}\n")
     return summary
+
+
+def _expected_bytes(request: EvalRequest) -> int:
+    """A trial's expected outputs with their oracle, from the reference run on torch's meta device: a problem far
+    over the store's limit is left alone before its first trial holds the judge up for seconds. 0 where the
+    problem does not run on meta; its first trial then tells."""
+    try:
+        return estimate(request.problem.source, request.problem.name).expected
+    except Exception:  # the problem's own code on meta: anything it raises only means "not known"
+        return 0
 
 
 def _too_large(trial: TrialData) -> bool:
