@@ -3,10 +3,10 @@ trials and of every seed of its secret pool, computed while the judge has nothin
 trial store (trial_store.py), where the judges of the host and their restarts find them. The evaluations that
 follow read them back instead of running the reference and the oracle on their path.
 
-Preparation stops at the first trial too large for the store, or of a reference that changes when it runs:
-such a problem's trials are made by the evaluations themselves, and computing all of them ahead would only hold
-the judge up. A problem whose
-preparation finished is marked in the store, so that no judge of the host does it twice.
+A problem whose trials are too large for the store (known from the meta device, or else from its first trial),
+or whose reference changes when it runs, is left to its evaluations: computing its trials ahead would only hold
+the judge up. A problem whose preparation finished is marked in the store, so that no judge of the host does it
+twice.
 """
 
 from __future__ import annotations
