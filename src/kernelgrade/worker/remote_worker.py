@@ -128,9 +128,10 @@ class GradeHandler:
         return outcome.value
 
 
-class BaselineMeasurer:
+class IdleWork:
     """What an embedded judge does between jobs, for judges that only grade what the broker delivers: a judge
-    left idle for BASELINE_IDLE_S measures a torch.compile baseline that graded evaluations wait for."""
+    left idle for BASELINE_IDLE_S measures a torch.compile baseline that graded evaluations wait for, or else
+    prepares a problem (Judge.use_idle_time)."""
 
     def __init__(self, settings: Settings, desk: JudgeDesk) -> None:
         self.settings, self.desk = settings, desk
@@ -139,10 +140,10 @@ class BaselineMeasurer:
 
     def _loop(self) -> None:
         while not self.stopping.wait(self.settings.poll_seconds):
-            measured = True
-            while measured and not self.stopping.is_set():
+            worked = True
+            while worked and not self.stopping.is_set():
                 with self.desk.idle_judge(BASELINE_IDLE_S) as judge:
-                    measured = judge is not None and judge.measure_a_due_baseline()
+                    worked = judge is not None and judge.use_idle_time()
 
 
 class Reaper:
@@ -193,7 +194,7 @@ def run_worker(settings: Settings, options: WorkerOptions) -> int:
     app = make_celery(settings, queues)
     desk = JudgeDesk(pool.judges)
     handler = GradeHandler(database, desk, sender)
-    baselines = BaselineMeasurer(settings, desk)
+    idle_work = IdleWork(settings, desk)
 
     def grade(evaluation_id: int) -> str:
         return handler(evaluation_id)
@@ -201,14 +202,14 @@ def run_worker(settings: Settings, options: WorkerOptions) -> int:
     app.task(name=GRADE_TASK)(grade)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     reaper.thread.start()
-    if settings.measures_compiled_baseline:
-        baselines.thread.start()
+    if settings.measures_compiled_baseline or settings.prepare_problems:
+        idle_work.thread.start()
     try:
         names = tuple(queue_name(settings, key) for key in queues)
         return _serve_queues(app, names, len(slots), slots[0].device_class, settings.log_level.upper())
     finally:
         reaper.stopping.set()
-        baselines.stopping.set()
+        idle_work.stopping.set()
         _send_back(database, sender, pool.stop())
         sender.close()
         database.dispose()
