@@ -34,5 +34,8 @@ def test_a_mixed_stream_is_graded_in_two_passes_over_distinct_problems() -> None
     cases = set(re.findall(r"^(reference:\S+|cpu_correct)\s+1 /", done.stdout, re.MULTILINE))
     assert cases == {"reference:1_tiny_relu", "reference:2_tiny_matmul", "reference:1_tiny_gemm_gelu",
                      "cpu_correct"}, output[-6000:]
-    # The kernel's build ran in the first pass's stream; the second pass found it built.
-    assert re.search(r"compile stage: .*built it \(1\)", done.stdout), output[-6000:]
+    # The builds ran in the first pass's stream (by the judge or, ahead of it, by compile-ahead: which of the two
+    # got to each one first varies from run to run); the second pass found every one of them built.
+    first, _, second = done.stdout.partition("checks the results record (second pass)")
+    assert re.search(r"compile stage: .*(built it|found the build cached)", first), output[-6000:]
+    assert re.search(r"^\s+compile stage: found the build cached \(4\)$", second, re.MULTILINE), output[-6000:]
