@@ -108,3 +108,13 @@ def test_a_judge_that_keeps_nothing_prepares_nothing(tmp_path: Path) -> None:
     finally:
         warm.close()
     assert (done.trials, done.finished) == (0, False) and "keeps no trials" in done.note
+
+
+def test_a_reference_already_known_to_change_when_it_runs_is_not_marked_prepared(judge: Warm, tmp_path: Path) -> None:
+    """An evaluation found it stateful first: the judge hands out references of it that store nothing."""
+    references = judge.references
+    assert references is not None
+    references.reference(BATCH_NORM, CPU, PLAN.seed).trial(1)
+    assert not references.reference(BATCH_NORM, CPU, PLAN.seed).stores  # seen changed: rebuilt, storing nothing
+    done = prepare(request(tmp_path, BATCH_NORM), judge)
+    assert (done.trials, done.finished) == (1, False) and "changes when it runs" in done.note

@@ -90,6 +90,8 @@ class Reference:
         self._store_prefix = (problem_version(problem), device_class(device), torch.__version__, weight_seed)
         self._trials: dict[int, TrialData] = {}
         self.kept = Footprint()
+        # Seen to change its parameters or buffers while computing a trial: nothing of it is stored from then on.
+        self.changes_when_run = False
         # The reference's own time for one call, warm (the shortest seen): what settle.py scales.
         self.forward_s = math.inf
         # The bytes of one call's outputs (the largest seen): what a child writes back per call.
@@ -135,6 +137,12 @@ class Reference:
             self.kept += size
         return trial
 
+    @property
+    def stores(self) -> bool:
+        """Whether trials this reference computes are kept on disk: it has a store (a reference known to change
+        when it runs gets none, reference_cache.py) and has not been seen to change."""
+        return self._store is not None and not self.changes_when_run
+
     def state(self) -> list[int]:
         """Fingerprints of the reference's parameters and buffers: they change where running it changes it."""
         return fingerprints([*self.model.parameters(), *self.model.buffers()])
@@ -156,7 +164,9 @@ class Reference:
         outputs could otherwise depend on the calls before)."""
         before = self.state() if self._store is not None else None
         expected = self._expected(inputs, placed)
-        if self._store is not None and before == self.state():
+        if self._store is not None and before != self.state():
+            self.changes_when_run = True
+        if self._store is not None and self.stores:
             trial = StoredTrial(list(expected.refs), None if expected.oracles is None else list(expected.oracles),
                                 pristine, self.forward_s)
             self._store.save(key, trial)

@@ -66,8 +66,7 @@ class TrialStore:
 
     def save(self, key: str, trial: StoredTrial) -> None:
         """Keeps `trial` unless it is over STORE_MAX_BYTES; written aside and renamed, so no reader sees half."""
-        tensors = [*trial.refs, *(trial.oracles or [])]
-        if sum(t.numel() * t.element_size() for t in tensors) > STORE_MAX_BYTES:
+        if not storable([*trial.refs, *(trial.oracles or [])]):
             return
         on_device = trial.oracles is not None and any(o.device.type != "cpu" for o in trial.oracles)
         values: list[Any] = [trial.refs, trial.oracles, on_device, list(trial.fingerprints), trial.forward_s]
@@ -77,9 +76,10 @@ class TrialStore:
     def _trim(self) -> None:
         """Remove the least recently used trials until all of them take at most STORE_TOTAL_BYTES."""
         try:
-            files = sorted((f.stat().st_mtime, f.stat().st_size, f) for f in (self.root / "trials").glob("*.kgt"))
+            stats = [(f.stat(), f) for f in (self.root / "trials").glob("*.kgt")]
         except OSError:  # another judge removed one meanwhile: the next save trims
             return
+        files = sorted((stat.st_mtime, stat.st_size, f) for stat, f in stats)
         total = sum(size for _, size, _ in files)
         for _, size, path in files:
             if total <= STORE_TOTAL_BYTES:
@@ -122,6 +122,11 @@ class TrialStore:
             aside.replace(path)
         except OSError as error:
             log.warning("could not keep %s on disk: %s", path.name, error)
+
+
+def storable(tensors: list[torch.Tensor]) -> bool:
+    """Whether a trial's expected outputs and oracles are small enough to keep (STORE_MAX_BYTES)."""
+    return sum(t.numel() * t.element_size() for t in tensors) <= STORE_MAX_BYTES
 
 
 def digest(*parts: object) -> str:

@@ -20,9 +20,9 @@ import torch
 
 from kernelgrade.evaluator.host import trial_store
 from kernelgrade.evaluator.host.environment import device_class
-from kernelgrade.evaluator.host.reference import Footprint, TrialData
+from kernelgrade.evaluator.host.reference import TrialData
 from kernelgrade.evaluator.host.reference_cache import References
-from kernelgrade.evaluator.host.trial_store import digest, problem_version
+from kernelgrade.evaluator.host.trial_store import TrialStore, digest, problem_version
 from kernelgrade.evaluator.host.warm import Warm
 from kernelgrade.evaluator.judge.correctness import trial_seeds
 from kernelgrade.evaluator.judge.job import judge_device, on_device
@@ -63,7 +63,7 @@ def prepare(request: EvalRequest, warm: Warm) -> Preparation:
             made, why_not = _made_trials(request, device, references)
     except Exception as exc:  # the problem's own code, or the device running out: the evaluations will say
         return Preparation(name, seconds=time.monotonic() - started, note=f"the reference failed: {exc!r}"[:500])
-    return _finish(name, made, why_not, time.monotonic() - started, references, key)
+    return _finish(name, made, why_not, time.monotonic() - started, references.store, key)
 
 
 def _beside_measurements(warm: Warm, device: torch.device) -> AbstractContextManager[object]:
@@ -77,26 +77,24 @@ def _made_trials(request: EvalRequest, device: torch.device, references: Referen
     """The trials made, in order, up to the first one that cannot be stored, and why it cannot ("" if none)."""
     with on_device(device):
         reference = references.reference(request.problem, device, request.trials.seed)
-        built = reference.state()
         seeds = [t.seed for t in trial_seeds(request.trials, "", references.pool_seeds(request.problem, device))]
         made: list[TrialData] = []
         for seed in seeds:
             made.append(reference.trial(seed))
             if _too_large(made[-1]):
                 return made, _TOO_LARGE.format(trial_store.STORE_MAX_BYTES >> 20)
-            if reference.state() != built:  # nothing of it is stored (reference_cache.py)
+            if not reference.stores:
                 return made, "the reference changes when it runs: its trials are made per evaluation"
     return made, ""
 
 
-def _finish(name: str, made: list[TrialData], why_not: str, seconds: float, references: References,
+def _finish(name: str, made: list[TrialData], why_not: str, seconds: float, store: TrialStore,
             key: str) -> Preparation:
     counts = Counter(t.prepared for t in made)
     if why_not:
         return Preparation(name, len(made), counts["computed"], seconds, note=why_not)
     summary = Preparation(name, len(made), counts["computed"], seconds, finished=True)
-    assert references.store is not None
-    references.store.mark_prepared(key, f"{summary}\n")
+    store.mark_prepared(key, f"{summary}\n")
     return summary
 
 
@@ -111,8 +109,7 @@ def _expected_bytes(request: EvalRequest) -> int:
 
 
 def _too_large(trial: TrialData) -> bool:
-    held = Footprint.of([*trial.expected.refs, *(trial.expected.oracles or [])])
-    return held.device + held.host > trial_store.STORE_MAX_BYTES
+    return not trial_store.storable([*trial.expected.refs, *(trial.expected.oracles or [])])
 
 
 def _key(request: EvalRequest, device: torch.device, references: References) -> str:
