@@ -17,7 +17,8 @@ the measured stream is distinct, already-built submissions (the compile cache hi
 a minute each). Without --prebuilt the builds are part of the stream: how busy the device stays while they run.
 
 Printed per configuration, side by side where there are several: --compare KERNELGRADE_X=A,B runs one server
-with each value (KERNELGRADE_LOCAL_JUDGES=1,2: one GPU, then two), --compare-warm is
+with each value (KERNELGRADE_LOCAL_JUDGES=1,2: one GPU, then two; given twice, one server per combination of
+the values), --compare-warm is
 --compare KERNELGRADE_WARM_CHILDREN=0,3, and --before SRC serves another checkout's source first (before and
 after a change, e.g. `git worktree add /tmp/old HEAD~1` and --before /tmp/old/src; with --prebuilt both share
 the builds where the change leaves their cache keys alone):
@@ -44,6 +45,7 @@ are KERNELGRADE_* variables (--env), e.g. --env KERNELGRADE_TIMING_PROFILE=fast.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -107,14 +109,14 @@ def _compares(args: argparse.Namespace) -> bool:
 
 def configs(args: argparse.Namespace) -> list[Config]:
     extra = dict(_setting(item) for item in args.env)
-    compared = "KERNELGRADE_WARM_CHILDREN=0,3" if args.compare_warm else args.compare
+    compared = ["KERNELGRADE_WARM_CHILDREN=0,3"] if args.compare_warm else args.compare
     if args.before is not None:
         return [Config("before", extra, args.before.resolve()), Config("after", extra)]
     if not compared:
         return [Config(" ".join(f"{k}={v}" for k, v in extra.items()) or "defaults", extra)]
-    key, values = _setting(compared)
-    label = key.removeprefix("KERNELGRADE_").lower()
-    return [Config(f"{label}={v}", {**extra, key: v}) for v in values.split(",")]
+    axes = [[(key, value) for value in values.split(",")] for key, values in map(_setting, compared)]
+    return [Config(" ".join(f"{k.removeprefix('KERNELGRADE_').lower()}={v}" for k, v in chosen),
+                   {**extra, **dict(chosen)}) for chosen in itertools.product(*axes)]
 
 
 def _corpus(args: argparse.Namespace) -> list[Submission]:
@@ -250,8 +252,8 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--before", type=Path, metavar="SRC",
                          help="serve first from SRC (another checkout's src/, e.g. of the commit before a change),"
                               " then from this tree, and print them side by side")
-    compare.add_argument("--compare", metavar="KERNELGRADE_X=A,B",
-                         help="one server per value of the setting, side by side")
+    compare.add_argument("--compare", action="append", default=[], metavar="KERNELGRADE_X=A,B",
+                         help="one server per value of the setting, side by side; repeated: one per combination")
     parser.add_argument("--env", action="append", default=[], metavar="KERNELGRADE_X=V",
                         help="a setting for the server (repeatable)")
     parser.add_argument("--timeout", type=float, default=7200.0, help="seconds to wait for one pass's verdicts")

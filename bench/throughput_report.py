@@ -52,6 +52,7 @@ class Mismatch:
     expected: str
     verdict: str
     code: str | None
+    why: str = ""
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,7 @@ def _row(label: str, seconds: list[float]) -> StageRow:
 
 
 def mismatches(graded: list[Graded]) -> list[Mismatch]:
-    return [Mismatch(g.submission_id, g.case, g.expect.value, g.verdict, g.failure_code)
+    return [Mismatch(g.submission_id, g.case, g.expect.value, g.verdict, g.failure_code, g.why)
             for g in graded if g.verdict != g.expect.value]
 
 
@@ -329,7 +330,7 @@ def _print_verdicts(runs: list[RunReport]) -> None:
     for r in runs:
         for m in r.mismatches:
             print(f"  {r.label}: submission {m.submission_id} ({m.case}) expected {m.expected}, got {m.verdict}"
-                  f" ({m.code})")
+                  f" ({m.code})" + (f"\n    {m.why}" if m.why else ""))
 
 
 def _print_checks(runs: list[RunReport]) -> None:

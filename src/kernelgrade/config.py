@@ -146,6 +146,10 @@ class Settings(BaseSettings):
     # A judge with nothing to grade computes the expected outputs and oracles of problems not yet submitted to
     # (evaluator/judge/prepare.py), so that their first evaluations do not.
     prepare_problems: Flag = True
+    # Time each verdict's reference with a short drift check against its distribution stored by an earlier
+    # verdict on this device class, timing it in full only where the check fails or the stored one is an hour
+    # old (evaluator/judge/reference_timing.py). Off: timed in full before and after every candidate.
+    stored_reference_timing: Flag = True
     # Judges of the embedded pool: -1 = one per visible GPU, or one CPU judge when there is none; 0 = no
     # embedded pool (API only, workers run elsewhere).
     local_judges: int = Field(default=-1, ge=-1)

@@ -119,6 +119,13 @@ class TimingParams:
     # Hold the stream until each rep is wholly enqueued (stream_hold.py), so that a busy host's dispatch never
     # lands in device time; off only to compare with the protocol that relies on the flush to cover it.
     hold_stream: bool = True
+    # Reps on each side of the candidate that check the reference against its distribution stored by an earlier
+    # evaluation on this device class (judge/reference_timing.py); 0: the reference is timed in full before and
+    # after every candidate. Ten a side, twenty in all, is the floor a full measurement never goes under.
+    reference_check_reps: int = 10
+    # The check's median may be this far from the stored median, relative to it, for the stored distribution to
+    # stand: more than the 1 % precision a full measurement stops at, less than the 10 % a speedup band allows.
+    reference_drift: float = 0.03
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from kernelgrade.storage.records import ProblemRecord
 # The "fast" profile: few trials and a short timing loop, enough to exercise every stage and give a
 # speedup on a 2-core CI machine in seconds; results record these parameters beside the numbers.
 FAST_TIMING = TimingParams(warmup_calls=3, warmup_ms=5.0, min_reps=10, max_reps=200, max_device_ms=300.0,
-                           max_wall_ms=1500.0, input_sets=2)
+                           max_wall_ms=1500.0, input_sets=2, reference_check_reps=5)
 FAST_TRIALS = TrialPlan(public_trials=3, secret_trials=2)
 # A hung call must be noticed within seconds in tests; a C++ build on 2 cores takes about 35 s, so 240 s
 # leaves room for a loaded machine.
@@ -43,7 +43,7 @@ class RequestBuilder:
         trials = replace(FAST_TRIALS if fast else TrialPlan(), secret=settings.seed_secret)
         return EvalRequest(problem=problem, submission=source, cache_dir=settings.cache_dir,
                            work_root=settings.work_root, device_index=device_index, trials=trials,
-                           timing=FAST_TIMING if fast else TimingParams(), limits=FAST_LIMITS if fast else Limits(),
+                           timing=self._timing(), limits=FAST_LIMITS if fast else Limits(),
                            max_source_bytes=settings.max_source_bytes, compile_jobs=settings.compile_jobs,
                            precompiled_header=settings.precompiled_headers,
                            lean_cuda_header=settings.lean_cuda_header,
@@ -51,6 +51,10 @@ class RequestBuilder:
                                measure=False, known=known_baseline,
                                later=settings.measures_compiled_baseline and known_baseline is None),
                            build_cpus=self.build_cpus)
+
+    def _timing(self) -> TimingParams:
+        timing = FAST_TIMING if self.settings.timing_profile == "fast" else TimingParams()
+        return timing if self.settings.stored_reference_timing else replace(timing, reference_check_reps=0)
 
 
 def problem_spec(problem: ProblemRecord) -> ProblemSpec:

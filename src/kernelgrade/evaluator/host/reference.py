@@ -24,7 +24,7 @@ from kernelgrade.evaluator.device_cache import leave_room
 from kernelgrade.evaluator.host.device_room import ORACLE_SHARE
 from kernelgrade.evaluator.host.environment import device_class
 from kernelgrade.evaluator.host.seeded_draws import SeededDraws
-from kernelgrade.evaluator.host.trial_store import StoredTrial, TrialStore, digest, problem_version
+from kernelgrade.evaluator.host.trial_store import StoredTiming, StoredTrial, TrialStore, digest, problem_version
 from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
 from kernelgrade.evaluator.problem_memory import float64_bytes
@@ -142,6 +142,17 @@ class Reference:
         """Whether trials this reference computes are kept on disk: it has a store (a reference known to change
         when it runs gets none, reference_cache.py) and has not been seen to change."""
         return self._store is not None and not self.changes_when_run
+
+    def stored_timing(self, protocol: str) -> StoredTiming | None:
+        """The timing distribution kept for this reference under `protocol` (the timing parameters and device,
+        judge/reference_timing.py); None where there is none or the reference stores nothing."""
+        if self._store is None or not self.stores:
+            return None
+        return self._store.timing(digest(*self._store_prefix, protocol))
+
+    def keep_timing(self, protocol: str, timing: StoredTiming) -> None:
+        if self._store is not None and self.stores:
+            self._store.save_timing(digest(*self._store_prefix, protocol), timing)
 
     def state(self) -> list[int]:
         """Fingerprints of the reference's parameters and buffers: they change where running it changes it."""

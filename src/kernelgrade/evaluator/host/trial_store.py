@@ -1,6 +1,6 @@
-"""Trials' expected outputs and oracles, and each problem's pool of secret seeds, kept on disk in the judge's
-cache dir: a judge that restarts, or another judge of the host, finds a problem prepared instead of running
-its reference and float64 oracle again.
+"""Trials' expected outputs and oracles, each problem's pool of secret seeds, and its reference's timing
+distribution, kept on disk in the judge's cache dir: a judge that restarts, or another judge of the host, finds
+a problem prepared instead of running its reference and float64 oracle again, or timing it in full.
 
 A trial is found by (problem version, device class, torch version, weight seed, trial seed), and used only
 where the inputs drawn again have the fingerprints it was computed from. The cache dir is hidden from every
@@ -9,6 +9,7 @@ child, so the secret seeds and expected outputs stay the judge's. Anything unrea
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -41,6 +42,21 @@ class StoredTrial:
     oracles: list[torch.Tensor] | None
     fingerprints: tuple[int, ...]  # of the inputs the outputs were computed from
     forward_s: float  # the reference's warm call then: what the settle wait scales
+
+
+@dataclass(frozen=True)
+class StoredTiming:
+    """The reference's timing distribution as a full measurement beside a candidate left it
+    (judge/reference_timing.py)."""
+
+    device_ms: tuple[float, ...]
+    wall_ms: tuple[float, ...]
+    stop_reason: str
+    host_bound_reps: int
+    measured_at: float  # seconds since the epoch
+
+    def age_s(self) -> float:
+        return time.time() - self.measured_at
 
 
 class TrialStore:
@@ -98,6 +114,19 @@ class TrialStore:
         text = json.dumps({str(seed): count for seed, count in uses.items()})
         self._write(self._pool_path(key), lambda path: path.write_text(text))
 
+    def timing(self, key: str) -> StoredTiming | None:
+        """The reference timing under `key`; None where there is none or it does not read as one."""
+        try:
+            data = json.loads(self._timing_path(key).read_text())
+            return StoredTiming(tuple(float(v) for v in data["device_ms"]), tuple(float(v) for v in data["wall_ms"]),
+                                str(data["stop_reason"]), int(data["host_bound_reps"]), float(data["measured_at"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def save_timing(self, key: str, timing: StoredTiming) -> None:
+        text = json.dumps(dataclasses.asdict(timing))
+        self._write(self._timing_path(key), lambda path: path.write_text(text))
+
     def prepared(self, key: str) -> bool:
         """Whether a problem's preparation under `key` was finished (judge/prepare.py)."""
         return self._prepared_path(key).exists()
@@ -110,6 +139,9 @@ class TrialStore:
 
     def _trial_path(self, key: str) -> Path:
         return self.root / "trials" / f"{key}.kgt"
+
+    def _timing_path(self, key: str) -> Path:
+        return self.root / "timings" / f"{key}.json"
 
     def _pool_path(self, key: str) -> Path:
         return self.root / "pools" / f"{key}.json"

@@ -5,6 +5,7 @@ child's timed phase, the re-check of timed outputs, the roofline floor and the s
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import threading
 import time
@@ -32,6 +33,7 @@ from kernelgrade.evaluator.integrity.crosscheck import (
 )
 from kernelgrade.evaluator.integrity.l2 import PersistingL2
 from kernelgrade.evaluator.integrity.roofline import floor_for
+from kernelgrade.evaluator.judge import reference_timing
 from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.judge.settle import settle_s
@@ -127,12 +129,14 @@ def _alone_on_device(job: Job) -> Iterator[None]:
 
 def _time_both(job: Job, record: Record, session: RunSession, reference: Reference, sets: list[list[Any]],
                timed: TimingSets) -> tuple[TimedReply, ReferenceLoop]:
-    """Reference, candidate, reference again. The device-resident input sets live only as long as this."""
+    """Reference, candidate, reference again: each reference run a drift check against its stored distribution,
+    or a full measurement (reference_timing.py). The device-resident input sets live only as long as this."""
     params, limits, flush_bytes = job.timing_params, job.request.limits, timed.flush_bytes
     rotation = timing.InputRotation([to_device(s, job.device) for s in sets])
+    how = reference_timing.plan(reference, params, flush_bytes, job.device)
     job.report(Stage.TIMING, "timing the reference", 0, 3)
     with job.timed("timing:reference"):
-        before = _time_reference(reference, rotation, params, flush_bytes)
+        before = _time_reference(reference, rotation, how.params(params), flush_bytes)
     job.report(Stage.TIMING, "timing the candidate", 1, 3)
     settle = settle_s(statistics.median(before.raw.wall_ms) / 1000.0)
     leave_room(job.device)  # the child's input sets and outputs
@@ -144,13 +148,18 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
         candidate = session.time(params, limits.timing_s)
     job.report(Stage.TIMING, "timing the reference again", 2, 3)
     with job.timed("timing:reference_again"):
-        after = _time_reference(reference, rotation, params, flush_bytes)
-    del rotation
-    record.method = timing.method_record(params, flush_bytes, job.device, candidate.reported.l2.status,
-                                         f"reference: {before.raw.hold}; candidate: {candidate.reported.hold}")
-    record.reference_timing = timing.summarize(
-        before.raw.device_ms + after.raw.device_ms, f"{before.raw.stop_reason}+{after.raw.stop_reason}",
-        before.raw.wall_ms + after.raw.wall_ms, before.raw.host_bound_reps + after.raw.host_bound_reps)
+        after = _time_reference(reference, rotation, how.params(params), flush_bytes)
+
+    def full_again() -> timing.RawSamples:
+        job.report(Stage.TIMING, "timing the reference in full: it drifted from its stored timing", 2, 3)
+        with job.timed("timing:reference_full"):
+            return _time_reference(reference, rotation, params, flush_bytes).raw
+
+    reported = reference_timing.concluded(how, reference, params, before.raw, after.raw, full_again)
+    method = timing.method_record(params, flush_bytes, job.device, candidate.reported.l2.status,
+                                  f"reference: {before.raw.hold}; candidate: {candidate.reported.hold}")
+    record.method = dataclasses.replace(method, reference_placement=reported.placement)
+    record.reference_timing = reported.stats
     loop = ReferenceLoop(min(before.wall_gap_ms, after.wall_gap_ms),
                          max(before.overhead_per_rep_ms, after.overhead_per_rep_ms),
                          _median_or_zero(before.raw.flush_ms + after.raw.flush_ms))
