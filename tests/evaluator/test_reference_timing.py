@@ -12,7 +12,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelgrade.evaluator import EvalRequest, SubprocessLauncher, TimingParams, TrialPlan, Verdict, Warm, evaluate
+from kernelgrade.evaluator import (
+    EvalRequest,
+    SubprocessLauncher,
+    TimingParams,
+    TrialPlan,
+    Verdict,
+    Warm,
+    evaluate,
+    prepare,
+)
 from kernelgrade.evaluator.host.reference import Reference
 from kernelgrade.evaluator.host.reference_cache import References
 from kernelgrade.evaluator.host.run_children import RunChildren
@@ -79,7 +88,8 @@ def test_a_check_past_the_drift_times_the_reference_in_full_and_stores_that(tmp_
 
     done = reference_timing.concluded(plan, reference, PARAMS, _run(1.2, 10), _run(1.2, 10), full_again)
     assert calls == [1] and done.stats.n == 40 and done.stats.median_ms == pytest.approx(1.2, rel=0.01)
-    assert "+20.0% off the stored distribution" in done.placement and done.placement.endswith("stored for later verdicts")
+    assert "+20.0% off the stored distribution" in done.placement
+    assert done.placement.endswith("stored for later verdicts")
     renewed = reference_timing.plan(reference, PARAMS, FLUSH, CPU).stored
     assert renewed is not None and len(renewed.device_ms) == 20
 
@@ -147,12 +157,21 @@ LOOSE = dataclasses.replace(TimingParams(warmup_ms=5.0, min_reps=10, max_reps=10
                             reference_drift=1000.0)
 
 
+def _judge(tmp_path: Path) -> Warm:
+    store = TrialStore(tmp_path / "prepared")
+    return Warm(RunChildren(SubprocessLauncher(), tmp_path / "work", 0), References(store=store))
+
+
+def _request(tmp_path: Path, timing: TimingParams = LOOSE, measure_timing: bool = True) -> EvalRequest:
+    return EvalRequest(problem=ADD, submission=ADD.source.replace("class Model", "class ModelNew"),
+                       cache_dir=tmp_path / "cache", work_root=tmp_path / "work",
+                       trials=TrialPlan(public_trials=1, secret_trials=1), timing=timing,
+                       measure_timing=measure_timing)
+
+
 def test_verdicts_time_in_full_then_confirm_the_stored_timing_then_time_in_full_when_it_drifted(
         tmp_path: Path) -> None:
-    warm = Warm(RunChildren(SubprocessLauncher(), tmp_path / "work", 0), References(store=TrialStore(tmp_path / "prepared")))
-    request = EvalRequest(problem=ADD, submission=ADD.source.replace("class Model", "class ModelNew"),
-                          cache_dir=tmp_path / "cache", work_root=tmp_path / "work",
-                          trials=TrialPlan(public_trials=1, secret_trials=1), timing=LOOSE)
+    warm, request = _judge(tmp_path), _request(tmp_path)
     try:
         placements = []
         for _ in range(2):
@@ -170,3 +189,29 @@ def test_verdicts_time_in_full_then_confirm_the_stored_timing_then_time_in_full_
     assert placements[1].startswith("stored distribution (")
     assert "off the stored distribution (over ±100000%)" in result.method.reference_placement
     assert result.reference_timing.n >= 2 * LOOSE.reference_check_reps + LOOSE.min_reps
+
+
+def test_a_prepared_problem_s_first_verdict_checks_the_timing_its_preparation_stored(tmp_path: Path) -> None:
+    warm = _judge(tmp_path)
+    try:
+        done = prepare(_request(tmp_path), warm)
+        result = evaluate(_request(tmp_path), warm=warm)
+    finally:
+        warm.close()
+    assert done.finished and done.reference_timed
+    assert result.method is not None and result.method.reference_placement.startswith("stored distribution (")
+
+
+@pytest.mark.parametrize("untimed", [
+    _request(Path("unused"), dataclasses.replace(LOOSE, reference_check_reps=0)),
+    _request(Path("unused"), measure_timing=False),
+])
+def test_preparation_does_not_time_a_reference_its_verdicts_would_not_check(tmp_path: Path,
+                                                                             untimed: EvalRequest) -> None:
+    warm = _judge(tmp_path)
+    try:
+        done = prepare(dataclasses.replace(untimed, cache_dir=tmp_path / "cache", work_root=tmp_path / "work"), warm)
+    finally:
+        warm.close()
+    assert done.finished and not done.reference_timed
+    assert not list((tmp_path / "prepared").glob("timings/*"))

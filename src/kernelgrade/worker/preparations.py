@@ -29,5 +29,6 @@ def next_to_prepare(database: Database, device_kinds: Iterable[str], looked_at: 
 def report(judge: str, device_class: str, done: Preparation) -> None:
     if done.note == "prepared before":
         return
-    log.info("judge %s prepared %s on %s: %d trial(s), %d computed, in %.1f s%s", judge, done.problem,
-             device_class, done.trials, done.computed, done.seconds, f" ({done.note})" if done.note else "")
+    log.info("judge %s prepared %s on %s: %d trial(s), %d computed, %s, in %.1f s%s", judge, done.problem,
+             device_class, done.trials, done.computed, "reference timed" if done.reference_timed else "not timed",
+             done.seconds, f" ({done.note})" if done.note else "")

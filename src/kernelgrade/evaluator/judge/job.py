@@ -68,8 +68,7 @@ class Job:
 
     @property
     def timing_params(self) -> TimingParams:
-        """The request's protocol, under the precision switches the problem asks to be timed with."""
-        return dataclasses.replace(self.request.timing, flags=self.request.problem.timing_flags)
+        return timing_params(self.request)
 
     @property
     def timed_policy(self) -> PrecisionPolicy:
@@ -127,6 +126,11 @@ class Job:
     def cleanup(self) -> None:
         for path in (*self.earlier_dirs, self.work_dir):
             shutil.rmtree(path, ignore_errors=True)
+
+
+def timing_params(request: EvalRequest) -> TimingParams:
+    """The request's protocol, under the precision switches the problem asks to be timed with."""
+    return dataclasses.replace(request.timing, flags=request.problem.timing_flags)
 
 
 def judge_device(request: EvalRequest) -> torch.device:

@@ -1,7 +1,8 @@
 """A problem prepared before its first submission: the expected outputs and float64 oracles of its public
 trials and of every seed of its secret pool, computed while the judge has nothing to grade and kept in the
 trial store (trial_store.py), where the judges of the host and their restarts find them. The evaluations that
-follow read them back instead of running the reference and the oracle on their path.
+follow read them back instead of running the reference and the oracle on their path. Its reference is also
+timed in full, so that its first verdict checks that timing instead of measuring it (judge/reference_timing.py).
 
 A problem whose trials are too large for the store (known from the meta device, or else from its first trial),
 or whose reference changes when it runs, is left to its evaluations: computing its trials ahead would only hold
@@ -18,14 +19,16 @@ from dataclasses import dataclass
 
 import torch
 
+from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.host import trial_store
 from kernelgrade.evaluator.host.environment import device_class
-from kernelgrade.evaluator.host.reference import TrialData
+from kernelgrade.evaluator.host.reference import TrialData, derive_seed
 from kernelgrade.evaluator.host.reference_cache import References
 from kernelgrade.evaluator.host.trial_store import TrialStore, digest, problem_version
 from kernelgrade.evaluator.host.warm import Warm
+from kernelgrade.evaluator.judge import reference_timing
 from kernelgrade.evaluator.judge.correctness import trial_seeds
-from kernelgrade.evaluator.judge.job import judge_device, on_device
+from kernelgrade.evaluator.judge.job import judge_device, on_device, timing_params
 from kernelgrade.evaluator.problem_memory import estimate
 from kernelgrade.evaluator.request import EvalRequest
 
@@ -41,6 +44,7 @@ class Preparation:
     computed: int = 0  # of them, computed now (the others were read back from the store or kept in memory)
     seconds: float = 0.0
     finished: bool = False  # every trial is in the store: the problem is marked prepared
+    reference_timed: bool = False  # its timing distribution is stored: its first verdict checks it
     note: str = ""
 
 
@@ -61,9 +65,10 @@ def prepare(request: EvalRequest, warm: Warm) -> Preparation:
     try:
         with _beside_measurements(warm, device):
             made, why_not = _made_trials(request, device, references)
+        timed = not why_not and _timed_ahead(request, warm, device, references)
     except Exception as exc:  # the problem's own code, or the device running out: the evaluations will say
         return Preparation(name, seconds=time.monotonic() - started, note=f"the reference failed: {exc!r}"[:500])
-    return _finish(name, made, why_not, time.monotonic() - started, references.store, key)
+    return _finish(name, made, why_not, timed, time.monotonic() - started, references.store, key)
 
 
 def _beside_measurements(warm: Warm, device: torch.device) -> AbstractContextManager[object]:
@@ -88,12 +93,29 @@ def _made_trials(request: EvalRequest, device: torch.device, references: Referen
     return made, ""
 
 
-def _finish(name: str, made: list[TrialData], why_not: str, seconds: float, store: TrialStore,
+def _timed_ahead(request: EvalRequest, warm: Warm, device: torch.device, references: References) -> bool:
+    """The reference's timing distribution, measured as a verdict's full measurement is and stored where its two
+    runs agree, so that the problem's first verdict checks it (judge/reference_timing.py). Measured alone on the
+    device, as a verdict's timing is: on the CPU that waits for the host's builds to end."""
+    params = timing_params(request)
+    if not request.measure_timing or params.reference_check_reps <= 0:
+        return False
+    with on_device(device):
+        reference = references.reference(request.problem, device, request.trials.seed)
+        # Any values do: the timing does not depend on them, and a verdict's own timing inputs stay secret.
+        sets = [reference.make_inputs(derive_seed(request.trials.seed, "prepared timing", k, ""))
+                for k in range(params.input_sets)]
+        with warm.children.quiet(cpu=device.type == "cpu"):
+            return reference_timing.measured_ahead(reference, sets, params,
+                                                   params.flush_bytes or timing.default_flush_bytes(device))
+
+
+def _finish(name: str, made: list[TrialData], why_not: str, timed: bool, seconds: float, store: TrialStore,
             key: str) -> Preparation:
     counts = Counter(t.prepared for t in made)
     if why_not:
         return Preparation(name, len(made), counts["computed"], seconds, note=why_not)
-    summary = Preparation(name, len(made), counts["computed"], seconds, finished=True)
+    summary = Preparation(name, len(made), counts["computed"], seconds, finished=True, reference_timed=timed)
     store.mark_prepared(key, f"{summary}\n")
     return summary
 

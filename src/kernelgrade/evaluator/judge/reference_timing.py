@@ -17,12 +17,16 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from kernelgrade.evaluator import timing
-from kernelgrade.evaluator.host.reference import Reference
+from kernelgrade.evaluator.host import hold_watch
+from kernelgrade.evaluator.host.reference import Reference, to_device
 from kernelgrade.evaluator.host.trial_store import StoredTiming
+from kernelgrade.evaluator.integrity import precision_flags
+from kernelgrade.evaluator.integrity.l2 import PersistingL2
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.result import TimingStats
 
@@ -77,7 +81,7 @@ def concluded(plan: ReferencePlan, reference: Reference, params: TimingParams, b
     tolerance = params.reference_drift
     if plan.stored is None:
         kept = _kept(reference, plan, [before, after], _agree(before.device_ms, after.device_ms, tolerance))
-        return ReferenceTiming(_stats(before, after), f"{BESIDE}: timed in full ({plan.why_full}{kept})")
+        return ReferenceTiming(_stats(before, after), f"{BESIDE}: timed in full ({plan.why_full}{_said(kept)})")
     stored, reps, checked = plan.stored, params.reference_check_reps, (*before.device_ms, *after.device_ms)
     drift = _drift(checked, stored.device_ms)
     if abs(drift) <= tolerance:
@@ -91,20 +95,38 @@ def concluded(plan: ReferencePlan, reference: Reference, params: TimingParams, b
     return ReferenceTiming(_stats(before, again, after),
                            f"{BESIDE}: a drift check of {reps} reps each side was {drift:+.1%} off the stored "
                            f"distribution (over ±{tolerance:.0%}), so it was timed in full after the candidate as "
-                           f"well{kept}")
+                           f"well{_said(kept)}")
 
 
-def _kept(reference: Reference, plan: ReferencePlan, runs: list[timing.RawSamples], agree: bool) -> str:
+def measured_ahead(reference: Reference, sets: list[list[Any]], params: TimingParams, flush_bytes: int) -> bool:
+    """The reference timed in full twice, back to back, and stored where the runs agree: a problem's preparation
+    (prepare.py), so that its first verdict checks a stored distribution instead. Whether one is stored now."""
+    how = plan(reference, params, flush_bytes, reference.device)
+    if how.stored is not None or not reference.stores or params.reference_check_reps <= 0:
+        return how.stored is not None
+    rotation = timing.InputRotation([to_device(s, reference.device) for s in sets])
+    first, then = (run(reference, rotation, params, flush_bytes).raw for _ in range(2))
+    agree = _agree(first.device_ms, then.device_ms, params.reference_drift)
+    return _kept(reference, how, [first, then], agree) is True
+
+
+def _kept(reference: Reference, plan: ReferencePlan, runs: list[timing.RawSamples], agree: bool) -> bool | None:
     """Stores `runs` as the distribution later verdicts check against, where they agree with the runs beside
-    them: a device whose speed moved meanwhile is not one to judge later verdicts by. Says what it did."""
+    them: a device whose speed moved meanwhile is not one to judge later verdicts by. None: nothing is stored
+    for this reference at all."""
     if not reference.stores:
+        return None
+    if agree:
+        reference.keep_timing(plan.protocol, StoredTiming(
+            tuple(v for r in runs for v in r.device_ms), tuple(v for r in runs for v in r.wall_ms),
+            "+".join(r.stop_reason for r in runs), sum(r.host_bound_reps for r in runs), time.time()))
+    return agree
+
+
+def _said(kept: bool | None) -> str:
+    if kept is None:
         return ""
-    if not agree:
-        return "; not stored: the runs before and after the candidate differ"
-    reference.keep_timing(plan.protocol, StoredTiming(
-        tuple(v for r in runs for v in r.device_ms), tuple(v for r in runs for v in r.wall_ms),
-        "+".join(r.stop_reason for r in runs), sum(r.host_bound_reps for r in runs), time.time()))
-    return "; stored for later verdicts"
+    return "; stored for later verdicts" if kept else "; not stored: the runs before and after the candidate differ"
 
 
 def _drift(measured: tuple[float, ...], stored: tuple[float, ...]) -> float:
@@ -129,3 +151,45 @@ def _protocol(params: TimingParams, flush_bytes: int, device: torch.device) -> s
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     protocol = dataclasses.replace(params, reference_check_reps=0, reference_drift=0.0)
     return f"{protocol!r}|{flush_bytes}|{name}"
+
+
+@dataclass(frozen=True)
+class ReferenceRun:
+    """One timed run of the reference and what the judge saw of its own loop (crosscheck.ReferenceLoop)."""
+
+    raw: timing.RawSamples
+    wall_gap_ms: float
+    overhead_per_rep_ms: float  # the judge's outer clock minus the reps' wall times, per rep
+
+
+def run(reference: Reference, rotation: timing.InputRotation, params: TimingParams,
+                    flush_bytes: int) -> ReferenceRun:
+    """The reference timed in the judge's clean process, with exactly the child's loop, clock, fresh inputs
+    and output fingerprints; flush buffer and warm-up stay outside the outer clock, as in the child."""
+    device = reference.device
+    with torch.no_grad(), precision_flags.held(params.flags):
+        flusher = timing.Flusher(device, flush_bytes)
+        holding = _holding(device, params)
+        with hold_watch.watch().watching(hold_watch.own_page() if holding.hold else None):
+            timing.warm_up(reference.model, rotation, device, params, timing.OutputKeeper(), holding)
+            _reset_l2(device)
+            started = time.perf_counter()
+            raw = timing.measure(reference.model, rotation, device, params, flusher, timing.OutputKeeper(), holding)
+            outer_ms = (time.perf_counter() - started) * 1000.0
+    gap = statistics.median(w - d for w, d in zip(raw.wall_ms, raw.device_ms, strict=True))
+    return ReferenceRun(raw, gap, (outer_ms - sum(raw.wall_ms)) / len(raw.wall_ms))
+
+
+def _holding(device: torch.device, params: TimingParams) -> timing.Holding:
+    """The judge's reference holds its stream on the judge's own page, which its watch releases if need be."""
+    if device.type == "cuda" and params.hold_stream:
+        timing.device_hold(device, hold_watch.own_page())
+    return timing.Holding.for_device(device, params.hold_stream)
+
+
+def _reset_l2(device: torch.device) -> None:
+    """The judge's own context gets the same persisting-L2 reset as the child's, so both run alike."""
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            torch.cuda.synchronize(device)
+            PersistingL2().reset(device.index or 0, torch.cuda.current_stream(device).cuda_stream)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -20,10 +19,8 @@ import torch
 
 from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.device_cache import leave_room
-from kernelgrade.evaluator.host import hold_watch
 from kernelgrade.evaluator.host.reference import Reference, save_timing_sets, to_device
 from kernelgrade.evaluator.host.session import RunSession
-from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.crosscheck import (
     ReferenceLoop,
     flush_corrected,
@@ -31,14 +28,13 @@ from kernelgrade.evaluator.integrity.crosscheck import (
     speedup_findings,
     timing_findings,
 )
-from kernelgrade.evaluator.integrity.l2 import PersistingL2
 from kernelgrade.evaluator.integrity.roofline import floor_for
 from kernelgrade.evaluator.judge import reference_timing
 from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.judge.settle import settle_s
 from kernelgrade.evaluator.judge.timed_outputs import recheck_timed_outputs
-from kernelgrade.evaluator.request import Limits, TimingParams
+from kernelgrade.evaluator.request import Limits
 from kernelgrade.evaluator.result import Stage
 from kernelgrade.evaluator.wire import tensorfile
 from kernelgrade.evaluator.wire.replies import TimedReply
@@ -59,13 +55,6 @@ class TimingSets:
 
     paths: tuple[Path, ...]
     flush_bytes: int
-
-
-@dataclass(frozen=True)
-class _ReferenceRun:
-    raw: timing.RawSamples
-    wall_gap_ms: float
-    overhead_per_rep_ms: float  # the judge's outer clock minus the reps' wall times, per rep
 
 
 class TimingInputs:
@@ -136,7 +125,7 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
     how = reference_timing.plan(reference, params, flush_bytes, job.device)
     job.report(Stage.TIMING, "timing the reference", 0, 3)
     with job.timed("timing:reference"):
-        before = _time_reference(reference, rotation, how.params(params), flush_bytes)
+        before = reference_timing.run(reference, rotation, how.params(params), flush_bytes)
     job.report(Stage.TIMING, "timing the candidate", 1, 3)
     settle = settle_s(statistics.median(before.raw.wall_ms) / 1000.0)
     leave_room(job.device)  # the child's input sets and outputs
@@ -148,12 +137,12 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
         candidate = session.time(params, limits.timing_s)
     job.report(Stage.TIMING, "timing the reference again", 2, 3)
     with job.timed("timing:reference_again"):
-        after = _time_reference(reference, rotation, how.params(params), flush_bytes)
+        after = reference_timing.run(reference, rotation, how.params(params), flush_bytes)
 
     def full_again() -> timing.RawSamples:
         job.report(Stage.TIMING, "timing the reference in full: it drifted from its stored timing", 2, 3)
         with job.timed("timing:reference_full"):
-            return _time_reference(reference, rotation, params, flush_bytes).raw
+            return reference_timing.run(reference, rotation, params, flush_bytes).raw
 
     reported = reference_timing.concluded(how, reference, params, before.raw, after.raw, full_again)
     method = timing.method_record(params, flush_bytes, job.device, candidate.reported.l2.status,
@@ -189,38 +178,5 @@ def _check_roofline(job: Job, record: Record) -> None:
         record.note(roofline_findings(record.candidate_timing.median_ms, record.roofline))
 
 
-def _time_reference(reference: Reference, rotation: timing.InputRotation, params: TimingParams,
-                    flush_bytes: int) -> _ReferenceRun:
-    """The reference timed in the judge's clean process, with exactly the child's loop, clock, fresh inputs
-    and output fingerprints; flush buffer and warm-up stay outside the outer clock, as in the child."""
-    device = reference.device
-    with torch.no_grad(), precision_flags.held(params.flags):
-        flusher = timing.Flusher(device, flush_bytes)
-        holding = _holding(device, params)
-        with hold_watch.watch().watching(hold_watch.own_page() if holding.hold else None):
-            timing.warm_up(reference.model, rotation, device, params, timing.OutputKeeper(), holding)
-            _reset_l2(device)
-            started = time.perf_counter()
-            raw = timing.measure(reference.model, rotation, device, params, flusher, timing.OutputKeeper(), holding)
-            outer_ms = (time.perf_counter() - started) * 1000.0
-    gap = statistics.median(w - d for w, d in zip(raw.wall_ms, raw.device_ms, strict=True))
-    return _ReferenceRun(raw, gap, (outer_ms - sum(raw.wall_ms)) / len(raw.wall_ms))
-
-
-def _holding(device: torch.device, params: TimingParams) -> timing.Holding:
-    """The judge's reference holds its stream on the judge's own page, which its watch releases if need be."""
-    if device.type == "cuda" and params.hold_stream:
-        timing.device_hold(device, hold_watch.own_page())
-    return timing.Holding.for_device(device, params.hold_stream)
-
-
 def _median_or_zero(values: tuple[float, ...]) -> float:
     return statistics.median(values) if values else 0.0
-
-
-def _reset_l2(device: torch.device) -> None:
-    """The judge's own context gets the same persisting-L2 reset as the child's, so both run alike."""
-    if device.type == "cuda":
-        with torch.cuda.device(device):
-            torch.cuda.synchronize(device)
-            PersistingL2().reset(device.index or 0, torch.cuda.current_stream(device).cuda_stream)
