@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 import time
 from pathlib import Path
 
@@ -135,7 +136,12 @@ def test_no_stored_timing_is_used_when_the_request_asks_for_full_runs_or_the_ref
     reference = _reference(tmp_path)
     _stored_after_full_runs(reference)
     full = dataclasses.replace(PARAMS, reference_check_reps=0)
-    assert reference_timing.plan(reference, full, FLUSH, CPU).why_full == "the request times it in full"
+    how = reference_timing.plan(reference, full, FLUSH, CPU)
+    assert how.why_full == "the request times it in full"
+    done = reference_timing.concluded(how, reference, full, _run(2.0), _run(2.0), _never)
+    assert done.placement.endswith("timed in full (the request times it in full)")  # and nothing stored
+    stored = reference_timing.plan(reference, PARAMS, FLUSH, CPU).stored
+    assert stored is not None and statistics.median(stored.device_ms) == pytest.approx(1.0)  # the earlier one
     stateful = References(store=TrialStore(tmp_path / "prepared")).reference(BATCH_NORM, CPU, 42)
     stateful.trial(1)  # seen to change its running statistics
     why = reference_timing.plan(stateful, PARAMS, FLUSH, CPU).why_full

@@ -6,7 +6,7 @@ The drift check is a few reps of the reference on each side of the candidate, in
 full measurement's loop, flush, warm-up and fresh inputs. Where their median is within `reference_drift` of the
 stored median, the device runs the reference now as it did when the stored distribution was measured, and the
 stored distribution (more reps, a tighter interval) is the reference's time. Otherwise the reference is timed in
-full right after the candidate, and that measurement replaces the stored one.
+full right after the candidate, and that measurement replaces the stored one where it agrees with the check.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ class ReferencePlan:
     protocol: str  # what a stored distribution is kept under beside the reference's own key
     stored: StoredTiming | None
     why_full: str = ""
+    keeps: bool = True  # whether a full measurement is stored for later verdicts
 
     def params(self, params: TimingParams) -> TimingParams:
         """The parameters of each side's run: the full protocol, or a fixed number of reps for a check."""
@@ -63,9 +64,9 @@ class ReferenceTiming:
 def plan(reference: Reference, params: TimingParams, flush_bytes: int, device: torch.device) -> ReferencePlan:
     protocol = _protocol(params, flush_bytes, device)
     if params.reference_check_reps <= 0:
-        return ReferencePlan(protocol, None, "the request times it in full")
+        return ReferencePlan(protocol, None, "the request times it in full", keeps=False)
     if not reference.stores:
-        return ReferencePlan(protocol, None, "this judge keeps no reference timings for this problem")
+        return ReferencePlan(protocol, None, "this judge keeps no reference timings for this problem", keeps=False)
     stored = reference.stored_timing(protocol)
     if stored is None:
         return ReferencePlan(protocol, None, "no distribution stored for this device class yet")
@@ -74,15 +75,15 @@ def plan(reference: Reference, params: TimingParams, flush_bytes: int, device: t
     return ReferencePlan(protocol, stored)
 
 
-def concluded(plan: ReferencePlan, reference: Reference, params: TimingParams, before: timing.RawSamples,
+def concluded(how: ReferencePlan, reference: Reference, params: TimingParams, before: timing.RawSamples,
               after: timing.RawSamples, full_again: Callable[[], timing.RawSamples]) -> ReferenceTiming:
     """The reference's reported timing from the runs before and after the candidate; `full_again` times it in
     full, where a drift check fails. A full measurement is stored when it agrees with the runs beside it."""
     tolerance = params.reference_drift
-    if plan.stored is None:
-        kept = _kept(reference, plan, [before, after], _agree(before.device_ms, after.device_ms, tolerance))
-        return ReferenceTiming(_stats(before, after), f"{BESIDE}: timed in full ({plan.why_full}{_said(kept)})")
-    stored, reps, checked = plan.stored, params.reference_check_reps, (*before.device_ms, *after.device_ms)
+    if how.stored is None:
+        kept = _kept(reference, how, [before, after], _agree(before.device_ms, after.device_ms, tolerance))
+        return ReferenceTiming(_stats(before, after), f"{BESIDE}: timed in full ({how.why_full}{_said(kept)})")
+    stored, reps, checked = how.stored, params.reference_check_reps, (*before.device_ms, *after.device_ms)
     drift = _drift(checked, stored.device_ms)
     if abs(drift) <= tolerance:
         return ReferenceTiming(
@@ -91,7 +92,7 @@ def concluded(plan: ReferencePlan, reference: Reference, params: TimingParams, b
             f"this device class), confirmed by {reps} reps {BESIDE}: median {drift:+.1%} off it, within "
             f"±{tolerance:.0%}")
     again = full_again()
-    kept = _kept(reference, plan, [again], _agree(checked, again.device_ms, tolerance))
+    kept = _kept(reference, how, [again], _agree(checked, again.device_ms, tolerance))
     return ReferenceTiming(_stats(before, again, after),
                            f"{BESIDE}: a drift check of {reps} reps each side was {drift:+.1%} off the stored "
                            f"distribution (over ±{tolerance:.0%}), so it was timed in full after the candidate as "
@@ -102,7 +103,7 @@ def measured_ahead(reference: Reference, sets: list[list[Any]], params: TimingPa
     """The reference timed in full twice, back to back, and stored where the runs agree: a problem's preparation
     (prepare.py), so that its first verdict checks a stored distribution instead. Whether one is stored now."""
     how = plan(reference, params, flush_bytes, reference.device)
-    if how.stored is not None or not reference.stores or params.reference_check_reps <= 0:
+    if how.stored is not None or not how.keeps:
         return how.stored is not None
     rotation = timing.InputRotation([to_device(s, reference.device) for s in sets])
     first, then = (run(reference, rotation, params, flush_bytes).raw for _ in range(2))
@@ -113,8 +114,8 @@ def measured_ahead(reference: Reference, sets: list[list[Any]], params: TimingPa
 def _kept(reference: Reference, plan: ReferencePlan, runs: list[timing.RawSamples], agree: bool) -> bool | None:
     """Stores `runs` as the distribution later verdicts check against, where they agree with the runs beside
     them: a device whose speed moved meanwhile is not one to judge later verdicts by. None: nothing is stored
-    for this reference at all."""
-    if not reference.stores:
+    under this plan, or for this reference since it was seen to change when it runs."""
+    if not (plan.keeps and reference.stores):
         return None
     if agree:
         reference.keep_timing(plan.protocol, StoredTiming(
