@@ -34,7 +34,7 @@ from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.judge.settle import settle_s
 from kernelgrade.evaluator.judge.timed_outputs import recheck_timed_outputs
-from kernelgrade.evaluator.request import Limits
+from kernelgrade.evaluator.request import Limits, TimingParams
 from kernelgrade.evaluator.result import Stage
 from kernelgrade.evaluator.wire import tensorfile
 from kernelgrade.evaluator.wire.replies import TimedReply
@@ -120,29 +120,23 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
                timed: TimingSets) -> tuple[TimedReply, ReferenceLoop]:
     """Reference, candidate, reference again: each reference run a drift check against its stored distribution,
     or a full measurement (reference_timing.py). The device-resident input sets live only as long as this."""
-    params, limits, flush_bytes = job.timing_params, job.request.limits, timed.flush_bytes
+    params, flush_bytes = job.timing_params, timed.flush_bytes
     rotation = timing.InputRotation([to_device(s, job.device) for s in sets])
     how = reference_timing.plan(reference, params, flush_bytes, job.device)
+
+    def reference_run(label: str, run_params: TimingParams) -> reference_timing.ReferenceRun:
+        with job.timed(label):
+            return reference_timing.run(reference, rotation, run_params, flush_bytes)
+
     job.report(Stage.TIMING, "timing the reference", 0, 3)
-    with job.timed("timing:reference"):
-        before = reference_timing.run(reference, rotation, how.params(params), flush_bytes)
-    job.report(Stage.TIMING, "timing the candidate", 1, 3)
-    settle = settle_s(statistics.median(before.raw.wall_ms) / 1000.0)
-    leave_room(job.device)  # the child's input sets and outputs
-    with job.timed("timing:candidate_warmup"):
-        read = sum(tensorfile.size(path) for path in timed.paths)
-        warmed = session.warmup(list(timed.paths), params, flush_bytes, Limits.moving(limits.timing_s, read), settle)
-    record.note(record.child_reported(warmed))
-    with job.timed("timing:candidate"):
-        candidate = session.time(params, limits.timing_s)
+    before = reference_run("timing:reference", how.params(params))
+    candidate = _time_candidate(job, record, session, timed, settle_s(statistics.median(before.raw.wall_ms) / 1e3))
     job.report(Stage.TIMING, "timing the reference again", 2, 3)
-    with job.timed("timing:reference_again"):
-        after = reference_timing.run(reference, rotation, how.params(params), flush_bytes)
+    after = reference_run("timing:reference_again", how.params(params))
 
     def full_again() -> timing.RawSamples:
         job.report(Stage.TIMING, "timing the reference in full: it drifted from its stored timing", 2, 3)
-        with job.timed("timing:reference_full"):
-            return reference_timing.run(reference, rotation, params, flush_bytes).raw
+        return reference_run("timing:reference_full", params).raw
 
     reported = reference_timing.concluded(how, reference, params, before.raw, after.raw, full_again)
     method = timing.method_record(params, flush_bytes, job.device, candidate.reported.l2.status,
@@ -153,6 +147,20 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
                          max(before.overhead_per_rep_ms, after.overhead_per_rep_ms),
                          _median_or_zero(before.raw.flush_ms + after.raw.flush_ms))
     return candidate, loop
+
+
+def _time_candidate(job: Job, record: Record, session: RunSession, timed: TimingSets, settle: float) -> TimedReply:
+    """The candidate's warm-up, then its timed phase, in its run child."""
+    params, limits = job.timing_params, job.request.limits
+    job.report(Stage.TIMING, "timing the candidate", 1, 3)
+    leave_room(job.device)  # the child's input sets and outputs
+    with job.timed("timing:candidate_warmup"):
+        read = sum(tensorfile.size(path) for path in timed.paths)
+        warmed = session.warmup(list(timed.paths), params, timed.flush_bytes, Limits.moving(limits.timing_s, read),
+                                settle)
+    record.note(record.child_reported(warmed))
+    with job.timed("timing:candidate"):
+        return session.time(params, limits.timing_s)
 
 
 def confirmed(job: Job, record: Record, session: RunSession, candidate: TimedReply, loop: ReferenceLoop) -> TimedReply:
