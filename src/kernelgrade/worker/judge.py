@@ -101,8 +101,8 @@ class Judge:
         self.looked_at: set[int] = set()  # problem versions this judge prepared or found prepared
         self.progress = ProgressPoster(database)
         spares = settings.warm_children if slot.kind == "cuda" else min(1, settings.warm_children)
-        self.warm = (Warm.keeping(launcher, settings.work_root, settings.cache_dir, spares, settings.host_lock)
-                     if spares > 0 else None)
+        self.warm = (Warm.keeping(launcher, settings.work_root, settings.cache_dir, spares, settings.host_lock,
+                                  spare_cpus=self.cores.builds) if spares > 0 else None)
         self.thread = threading.Thread(target=self._loop, name=f"judge-{slot.name}", daemon=True)
 
     def start(self) -> None:

@@ -10,7 +10,8 @@ code.
 A spare must never touch the device while this judge measures: creating a CUDA context and the warm-up's
 kernels would run beside the timed calls. The timed phases hold `quiet()`; a spare that has imported torch
 waits for it before its device warm-up (before it even starts on the CPU, where importing torch competes with
-the measurement).
+the measurement). Nor may a spare's start take the measurement's cores: a GPU judge's spares start on the build
+cores (`spare_cpus`), and the one a job takes moves onto the job's cores.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from kernelgrade.evaluator.host.host_lock import HostLock
 from kernelgrade.evaluator.host.session import RunSession, StageFailed
+from kernelgrade.evaluator.sandbox.cpus import here, on_cpus, place_tree
 from kernelgrade.evaluator.sandbox.launcher import Launcher
 
 log = logging.getLogger(__name__)
@@ -48,12 +50,13 @@ class ChildKind:
 
 class RunChildren:
     def __init__(self, launcher: Launcher, work_root: Path, spares: int = 0, hidden: tuple[Path, ...] = (),
-                 host_lock: HostLock | None = None) -> None:
+                 host_lock: HostLock | None = None, spare_cpus: tuple[int, ...] = ()) -> None:
         """`host_lock`: also held, beside this judge's own quiet lock, around CPU measurements (alone) and CPU
         spares' starts (shared), so that judges in other processes on the host keep out of them too
-        (host_lock.py)."""
+        (host_lock.py). `spare_cpus`: where spares start (importing torch takes a core for seconds), away from
+        the cores of the judge's measurements; a spare taken for a job moves to the taking thread's cores."""
         self.launcher, self.work_root, self.spares, self.hidden = launcher, work_root, spares, hidden
-        self.host_lock = host_lock
+        self.host_lock, self.spare_cpus = host_lock, spare_cpus
         self._ready: dict[ChildKind, list[RunSession]] = {}
         self._starting: dict[ChildKind, int] = {}
         self._lock = threading.Lock()
@@ -72,7 +75,11 @@ class RunChildren:
         Raises StageFailed if one started now cannot warm up (the sandbox or torch is broken)."""
         session = self._pop_live(kind)
         self._refill(kind)
-        return session if session is not None else self._start(kind)
+        if session is None:
+            return self._start(kind)
+        if self.spare_cpus:
+            place_tree(session.child.proc.pid, here())
+        return session
 
     @contextmanager
     def quiet(self, cpu: bool = False) -> Iterator[None]:
@@ -143,6 +150,10 @@ class RunChildren:
             self._requests.put(kind)
 
     def _start_spares(self) -> None:
+        with on_cpus(self.spare_cpus):
+            self._serve_requests()
+
+    def _serve_requests(self) -> None:
         while (kind := self._requests.get()) is not None:
             session: RunSession | None = None
             try:

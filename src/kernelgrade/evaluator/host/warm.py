@@ -20,12 +20,13 @@ class Warm:
 
     @classmethod
     def keeping(cls, launcher: Launcher, work_root: Path, cache_dir: Path, spares: int = 1,
-                host_lock: Path | None = None) -> Warm:
-        """`spares` children per kind waiting at all times; references and their outputs kept, in memory and
-        under `cache_dir`/prepared (trial_store.py). `host_lock`: the
-        file of the lock the host's judges share around CPU measurements (host_lock.py)."""
+                host_lock: Path | None = None, spare_cpus: tuple[int, ...] = ()) -> Warm:
+        """`spares` children per kind waiting at all times, started on `spare_cpus` (run_children.py);
+        references and their outputs kept, in memory and under `cache_dir`/prepared (trial_store.py). `host_lock`:
+        the file of the lock the host's judges share around CPU measurements (host_lock.py)."""
         lock = HostLock(host_lock) if host_lock is not None else None
-        return cls(RunChildren(launcher, work_root, spares, hidden=(cache_dir,), host_lock=lock),
+        return cls(RunChildren(launcher, work_root, spares, hidden=(cache_dir,), host_lock=lock,
+                               spare_cpus=spare_cpus),
                    References(store=TrialStore(cache_dir / "prepared")))
 
     @classmethod

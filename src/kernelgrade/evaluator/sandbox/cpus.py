@@ -3,7 +3,8 @@
 Linux keeps an affinity mask per thread, and a child started from a thread begins with that thread's mask, so
 setting the calling thread's mask around the start places the child without a preexec_fn (unsafe in the
 judge's threaded process) and without touching the judge's other threads. The judge's measurements and the
-run child go on cores of their own; builds go on the rest (worker/cores.py plans which).
+run child go on cores of their own; builds go on the rest (worker/cores.py plans which). A child started ahead
+of its job, elsewhere, is moved onto the job's cores when the job takes it (place_tree).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -46,3 +48,58 @@ def _place(cpus: set[int]) -> bool:
         log.warning("could not place this thread on cores %s: %s", sorted(cpus), exc)
         return False
     return True
+
+
+def here() -> tuple[int, ...]:
+    """The CPUs the calling thread may run on; empty where the host does not say."""
+    return tuple(sorted(_current()))
+
+
+def place_tree(pid: int, cpus: Sequence[int]) -> bool:
+    """Moves every thread of process `pid` and of its descendants onto `cpus` (a sandboxed child is bwrap's
+    descendant, and its interpreter's threads keep the mask they were made with). False where a thread could
+    not be moved; never raises: placement is an optimisation."""
+    if not cpus:
+        return True
+    moved = True
+    for process in [pid, *_descendants(pid)]:
+        for thread in _threads(process):
+            try:
+                os.sched_setaffinity(thread, set(cpus))
+            except ProcessLookupError:  # it ended meanwhile
+                continue
+            except OSError as exc:
+                log.warning("could not move thread %d of process %d onto cores %s: %s", thread, process,
+                            sorted(cpus), exc)
+                moved = False
+    return moved
+
+
+def _threads(pid: int) -> list[int]:
+    try:
+        return [int(entry.name) for entry in Path(f"/proc/{pid}/task").iterdir()]
+    except OSError:
+        return []
+
+
+def _descendants(pid: int) -> list[int]:
+    """From the parent ids of every process /proc shows: children of `pid`, their children, and so on."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (parent := _parent(entry)) is not None:
+            parents.setdefault(parent, []).append(int(entry.name))
+    found, frontier = [], [pid]
+    while frontier:
+        children = [c for p in frontier for c in parents.get(p, [])]
+        found += children
+        frontier = children
+    return found
+
+
+def _parent(proc: Path) -> int | None:
+    """The parent id in /proc/PID/stat, read after the command name (which may hold spaces and parentheses)."""
+    try:
+        fields = (proc / "stat").read_text().rpartition(")")[2].split()
+        return int(fields[1])
+    except (OSError, IndexError, ValueError):
+        return None
