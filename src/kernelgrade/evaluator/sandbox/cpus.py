@@ -61,18 +61,17 @@ def place_tree(pid: int, cpus: Sequence[int]) -> bool:
     not be moved; never raises: placement is an optimisation."""
     if not cpus:
         return True
-    moved = True
-    for process in [pid, *_descendants(pid)]:
-        for thread in _threads(process):
-            try:
-                os.sched_setaffinity(thread, set(cpus))
-            except ProcessLookupError:  # it ended meanwhile
-                continue
-            except OSError as exc:
-                log.warning("could not move thread %d of process %d onto cores %s: %s", thread, process,
-                            sorted(cpus), exc)
-                moved = False
-    return moved
+    refused: list[str] = []
+    for thread in [t for process in [pid, *_descendants(pid)] for t in _threads(process)]:
+        try:
+            os.sched_setaffinity(thread, set(cpus))
+        except ProcessLookupError:  # it ended meanwhile
+            continue
+        except OSError as exc:
+            refused.append(f"{thread} ({exc.strerror})")
+    if refused:
+        log.warning("could not move threads %s of child %d onto cores %s", ", ".join(refused[:8]), pid, sorted(cpus))
+    return not refused
 
 
 def _threads(pid: int) -> list[int]:
