@@ -101,8 +101,8 @@ def test_runs_that_disagree_store_nothing(tmp_path: Path) -> None:
     done = reference_timing.concluded(first, reference, PARAMS, _run(1.0), _run(1.1), _never)
     assert done.placement.endswith("not stored: the runs before and after the candidate differ)")
     assert reference_timing.plan(reference, PARAMS, FLUSH, CPU).stored is None
-    plan = _stored_after_full_runs(reference)  # a check that fails, then a full run unlike the check
-    reference_timing.concluded(plan, reference, PARAMS, _run(1.5, 10), _run(1.5, 10), lambda: _run(1.2))
+    plan = _stored_after_full_runs(reference)  # a check that fails, then a full run unlike the check before
+    reference_timing.concluded(plan, reference, PARAMS, _run(1.0, 10), _run(1.2, 10), lambda: _run(1.2))
     kept = reference_timing.plan(reference, PARAMS, FLUSH, CPU).stored
     assert kept is not None and len(kept.device_ms) == 40  # the earlier one stands
 

@@ -6,7 +6,8 @@ The drift check is a few reps of the reference on each side of the candidate, in
 full measurement's loop, flush, warm-up and fresh inputs. Where their median is within `reference_drift` of the
 stored median, the device runs the reference now as it did when the stored distribution was measured, and the
 stored distribution (more reps, a tighter interval) is the reference's time. Otherwise the reference is timed in
-full right after the candidate, and that measurement replaces the stored one where it agrees with the check.
+full right after the candidate, and that measurement replaces the stored one where it agrees with the check
+before the candidate.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def concluded(how: ReferencePlan, reference: Reference, params: TimingParams, be
             f"this device class), confirmed by {reps} reps {BESIDE}: median {drift:+.1%} off it, within "
             f"±{tolerance:.0%}")
     again = full_again()
-    kept = _kept(reference, how, [again], _agree(checked, again.device_ms, tolerance))
+    # Compared with the check before the candidate, which nothing the candidate left running can have slowed.
+    kept = _kept(reference, how, [again], _agree(before.device_ms, again.device_ms, tolerance))
     return ReferenceTiming(_stats(before, again, after),
                            f"{BESIDE}: a drift check of {reps} reps each side was {drift:+.1%} off the stored "
                            f"distribution (over ±{tolerance:.0%}), so it was timed in full after the candidate as "
