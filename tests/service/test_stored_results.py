@@ -36,6 +36,8 @@ from tests.service.keys import make_key
 from tests.service.results import full_result, record
 from tests.service.sources import CORRECT, variant
 
+BESIDE = "before and after the candidate, same device, same process layout"
+
 # A full result as EvalResult.to_json_dict() wrote it (tests/service/results.py's full_result()) when the API
 # began reading results through StoredResult. Databases hold rows like it; they must keep reading.
 STORED = Path(__file__).with_name("stored_result.json")
@@ -74,6 +76,7 @@ def test_every_part_of_a_recorded_result_reaches_the_api_as_the_evaluator_said_i
     assert evaluation["failure"] == _public(result.failure)
     assert evaluation["findings"] == [_public(f) for f in result.findings]
     assert evaluation["timing_method"] == "perf_counter_ns; 64 MiB cache flush per rep; strict fp32"
+    assert evaluation["reference_timed"] == BESIDE  # as results stored before stored timings say
     assert evaluation["compiled_baseline"] == {"status": "measured", "median_ms": 2.5,
                                                "backend": "inductor (mode default)",
                                                "measured_at": "2026-11-20T10:00:00Z", "reused": True, "message": ""}
@@ -125,6 +128,7 @@ def test_a_row_stored_by_earlier_code_still_reads(api: httpx.Client, database: D
     assert evaluation["timing_method"] == "perf_counter_ns; 64 MiB cache flush per rep; strict fp32"
     assert evaluation["compiled_baseline"]["median_ms"] == 2.5 and evaluation["compiled_baseline"]["reused"] is True
     page = api.get(f"/submissions/{submission_id}").text
+    assert f"The reference: {BESIDE}." in page
     assert len(re.findall(r'<circle class="point reference"', page)) == 4
     assert len(re.findall(r'<circle class="point candidate"', page)) == 3
     assert page.count('<span class="badge incorrect">fail</span>') == 1 and "values differ" in page

@@ -152,6 +152,9 @@ class EvaluationOut(BaseModel):
     timing_method: str | None = Field(
         None, description="how the timings were taken: clock, cache flush, precision switches (the full record is"
                           " in result.method)")
+    reference_timed: str | None = Field(
+        None, description="how the reference's timing was taken: its stored distribution confirmed by a drift check"
+                          " beside the candidate, or timed in full beside it and why (docs/timing.md)")
     failure: FailureOut | None = None
     findings: list[FindingOut] = []
     environment: EnvironmentOut | None = None

@@ -43,11 +43,13 @@ class StoredTrial(BaseModel):
 
 
 class StoredMethod(BaseModel):
-    """The fields of the evaluator's timing method that EvaluationOut.timing_method sums up."""
+    """The fields of the evaluator's timing method that EvaluationOut.timing_method sums up, and how the
+    reference was timed (EvaluationOut.reference_timed)."""
 
     clock: str = "?"
     flush_bytes: int = 0
     precision_flags: str = "?"
+    reference_placement: str = ""
 
     def summary(self) -> str:
         return f"{self.clock}; {self.flush_bytes // MIB} MiB cache flush per rep; {self.precision_flags}"

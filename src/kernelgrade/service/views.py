@@ -53,6 +53,7 @@ def _evaluation(view: SubmissionView, stored: StoredResult | None, full: bool) -
         reference_median_ms=record.reference_median_ms, candidate_median_ms=record.candidate_median_ms,
         compiled_baseline=stored.baseline_out(), reference_timing=stored.reference_timing,
         candidate_timing=stored.candidate_timing, timing_method=stored.method.summary() if stored.method else None,
+        reference_timed=(stored.method.reference_placement or None) if stored.method else None,
         failure=_failure(record, stored.failure, full), findings=stored.findings,
         environment=_environment(record.environment) if record.environment else None,
         progress=ProgressOut.model_validate(record.progress, from_attributes=True) if record.progress else None,
