@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kernelgrade.evaluator.host.run_children import RunChildren
-from kernelgrade.evaluator.sandbox.cpus import on_cpus, place_tree
+from kernelgrade.evaluator.sandbox.cpus import children_by_parent, on_cpus, place_tree
 from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
 from tests.evaluator.test_warm import GPU_LIKE
 
@@ -59,6 +59,11 @@ def test_every_thread_of_a_process_and_of_its_descendants_is_moved(tree: tuple[i
     assert allowed(parent) == allowed(child) == {frozenset([FIRST])}
     assert place_tree(parent, [LAST])
     assert allowed(parent) == allowed(child) == {frozenset([LAST])}
+
+
+def test_children_are_found_from_parent_ids_where_the_kernel_lists_none(tree: tuple[int, int]) -> None:
+    parent, child = tree
+    assert children_by_parent(parent) == [child]
 
 
 def test_a_process_that_is_gone_is_nothing_to_move() -> None:

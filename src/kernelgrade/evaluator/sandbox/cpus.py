@@ -82,17 +82,29 @@ def _threads(pid: int) -> list[int]:
 
 
 def _descendants(pid: int) -> list[int]:
-    """From the parent ids of every process /proc shows: children of `pid`, their children, and so on."""
-    parents: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (parent := _parent(entry)) is not None:
-            parents.setdefault(parent, []).append(int(entry.name))
+    """Children of `pid`, their children, and so on."""
     found, frontier = [], [pid]
     while frontier:
-        children = [c for p in frontier for c in parents.get(p, [])]
+        children = [c for p in frontier for c in _children(p)]
         found += children
         frontier = children
     return found
+
+
+def _children(pid: int) -> list[int]:
+    """From each thread's /proc children list; where the kernel keeps none, from every process's parent id."""
+    tasks = _threads(pid)
+    try:
+        return [int(c) for t in tasks for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
+    except FileNotFoundError:
+        return children_by_parent(pid)
+    except (OSError, ValueError):
+        return []
+
+
+def children_by_parent(pid: int) -> list[int]:
+    """The processes whose parent id is `pid`, from every process /proc shows."""
+    return [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit() and _parent(e) == pid]
 
 
 def _parent(proc: Path) -> int | None:
