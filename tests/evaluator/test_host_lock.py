@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import math
+import os
 import subprocess
 import sys
 import threading
@@ -148,6 +150,26 @@ def test_a_build_does_not_start_while_a_judge_of_the_host_measures(tmp_path: Pat
     thread.join()
     assert outcome.failure is None and not outcome.cache_hit
     assert launcher.started == 1 and launcher.first_at >= released[0] - 0.05
+
+
+@pytest.mark.parametrize("holder", ["LOCK_SH", "LOCK_EX"])
+def test_a_measurement_that_can_wait_takes_the_lock_only_when_it_is_free(tmp_path: Path, holder: str) -> None:
+    lock = HostLock(tmp_path / "host.lock")
+    with held_elsewhere(lock.path, holder):
+        started = time.monotonic()
+        with lock.held_if_free() as free:
+            assert not free and time.monotonic() - started < HOLD_S
+    # A measurement waiting at the gate keeps it out too.
+    with held_elsewhere(lock.gate), lock.held_if_free() as free:
+        assert not free
+    with lock.held_if_free() as free:
+        assert free
+        other = os.open(lock.path, os.O_RDONLY)  # a build's open of the file: kept out while the lock is held
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        finally:
+            os.close(other)
 
 
 def test_a_lock_file_that_cannot_be_opened_stops_nobody(tmp_path: Path) -> None:

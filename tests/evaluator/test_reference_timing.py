@@ -23,6 +23,7 @@ from kernelgrade.evaluator import (
     evaluate,
     prepare,
 )
+from kernelgrade.evaluator.host.host_lock import HostLock
 from kernelgrade.evaluator.host.reference import Reference
 from kernelgrade.evaluator.host.reference_cache import References
 from kernelgrade.evaluator.host.run_children import RunChildren
@@ -30,6 +31,7 @@ from kernelgrade.evaluator.host.trial_store import TrialStore
 from kernelgrade.evaluator.judge import reference_timing
 from kernelgrade.evaluator.request import TimingFlags
 from kernelgrade.evaluator.timing import RawSamples
+from tests.evaluator.test_host_lock import held_elsewhere
 from tests.evaluator.test_warm import ADD, BATCH_NORM
 
 CPU = torch.device("cpu")
@@ -221,3 +223,17 @@ def test_preparation_does_not_time_a_reference_its_verdicts_would_not_check(tmp_
         warm.close()
     assert done.finished and not done.reference_timed
     assert not list((tmp_path / "prepared").glob("timings/*"))
+
+
+def test_a_cpu_problem_is_not_timed_ahead_while_the_host_builds(tmp_path: Path) -> None:
+    """Its preparation does not wait for the build (a job may need the judge) and leaves the timing to the
+    problem's first verdict."""
+    lock = HostLock(tmp_path / "host.lock")
+    warm = Warm(RunChildren(SubprocessLauncher(), tmp_path / "work", 0, host_lock=lock),
+                References(store=TrialStore(tmp_path / "prepared")))
+    try:
+        with held_elsewhere(lock.path, "LOCK_SH"):
+            done = prepare(_request(tmp_path), warm)
+    finally:
+        warm.close()
+    assert done.finished and not done.reference_timed

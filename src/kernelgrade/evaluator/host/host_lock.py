@@ -56,6 +56,21 @@ class HostLock:
             yield
 
     @contextmanager
+    def held_if_free(self) -> Iterator[bool]:
+        """Holds the lock alone where nothing holds it or waits at the gate now, and yields whether it does. Never
+        waits, and never keeps builds out meanwhile: for measurements that can be left for later (a problem's
+        preparation, judge/prepare.py)."""
+        try:
+            fd = _open(self.path)
+        except OSError:
+            yield False
+            return
+        try:
+            yield _took_at_once(self.gate, fd)
+        finally:
+            os.close(fd)
+
+    @contextmanager
     def _taken(self, mode: int, without: str) -> Iterator[None]:
         try:
             fd: int | None = _open(self.path)
@@ -86,6 +101,19 @@ class HostLock:
 
 def _open(path: Path) -> int:
     return os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)
+
+
+def _took_at_once(gate_path: Path, fd: int) -> bool:
+    """Through the gate and the lock alone without waiting at either; the gate is let go at once, as _through_gate
+    does."""
+    try:
+        gate = _open(gate_path)
+    except OSError:
+        return _take(fd, fcntl.LOCK_EX, 0.0)
+    try:
+        return _take(gate, fcntl.LOCK_EX, 0.0) and _take(fd, fcntl.LOCK_EX, 0.0)
+    finally:
+        os.close(gate)
 
 
 def _take(fd: int, mode: int, deadline: float) -> bool:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -96,7 +97,7 @@ def _made_trials(request: EvalRequest, device: torch.device, references: Referen
 def _timed_ahead(request: EvalRequest, warm: Warm, device: torch.device, references: References) -> bool:
     """The reference's timing distribution, measured as a verdict's full measurement is and stored where its two
     runs agree, so that the problem's first verdict checks it (judge/reference_timing.py). Measured alone on the
-    device, as a verdict's timing is: on the CPU that waits for the host's builds to end."""
+    device, as a verdict's timing is; a CPU problem only where no build or measurement holds the host now."""
     params = timing_params(request)
     if not request.measure_timing or params.reference_check_reps <= 0:
         return False
@@ -105,9 +106,21 @@ def _timed_ahead(request: EvalRequest, warm: Warm, device: torch.device, referen
         # Any values do: the timing does not depend on them, and a verdict's own timing inputs stay secret.
         sets = [reference.make_inputs(derive_seed(request.trials.seed, "prepared timing", k, ""))
                 for k in range(params.input_sets)]
-        with warm.children.quiet(cpu=device.type == "cpu"):
-            return reference_timing.measured_ahead(reference, sets, params,
-                                                   params.flush_bytes or timing.default_flush_bytes(device))
+        with warm.children.quiet(), _host_if_free(warm, device) as alone:
+            return alone and reference_timing.measured_ahead(reference, sets, params,
+                                                             params.flush_bytes or timing.default_flush_bytes(device))
+
+
+@contextmanager
+def _host_if_free(warm: Warm, device: torch.device) -> Iterator[bool]:
+    """For a CPU problem, the host lock alone if it is free now. Waiting for it would hold this idle judge, which a
+    job may need, for as long as a build runs, and keep the next builds out meanwhile (host_lock.py)."""
+    lock = warm.children.host_lock
+    if device.type != "cpu" or lock is None:
+        yield True
+        return
+    with lock.held_if_free() as free:
+        yield free
 
 
 def _finish(name: str, made: list[TrialData], why_not: str, timed: bool, seconds: float, store: TrialStore,
