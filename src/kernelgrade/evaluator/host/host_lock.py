@@ -66,7 +66,7 @@ class HostLock:
             yield False
             return
         try:
-            yield _took_at_once(self.gate, fd)
+            yield self._through_gate(fd, fcntl.LOCK_EX, wait_s=0.0)
         finally:
             os.close(fd)
 
@@ -81,14 +81,14 @@ class HostLock:
             yield
             return
         try:
-            if not self._through_gate(fd, mode):
+            if not self._through_gate(fd, mode, WAIT_S):
                 log.warning("the host lock %s was held for over %.0f s; %s without it", self.path, WAIT_S, without)
             yield
         finally:
             os.close(fd)  # releases the lock with the descriptor
 
-    def _through_gate(self, fd: int, mode: int) -> bool:
-        deadline = time.monotonic() + WAIT_S
+    def _through_gate(self, fd: int, mode: int, wait_s: float) -> bool:
+        deadline = time.monotonic() + wait_s
         try:
             gate = _open(self.gate)
         except OSError:  # a lock file made by hand where no gate can be: no fairness, but the lock still
@@ -101,19 +101,6 @@ class HostLock:
 
 def _open(path: Path) -> int:
     return os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)
-
-
-def _took_at_once(gate_path: Path, fd: int) -> bool:
-    """Through the gate and the lock alone without waiting at either; the gate is let go at once, as _through_gate
-    does."""
-    try:
-        gate = _open(gate_path)
-    except OSError:
-        return _take(fd, fcntl.LOCK_EX, 0.0)
-    try:
-        return _take(gate, fcntl.LOCK_EX, 0.0) and _take(fd, fcntl.LOCK_EX, 0.0)
-    finally:
-        os.close(gate)
 
 
 def _take(fd: int, mode: int, deadline: float) -> bool:

@@ -120,9 +120,9 @@ def _kept(reference: Reference, plan: ReferencePlan, runs: list[timing.RawSample
     if not (plan.keeps and reference.stores):
         return None
     if agree:
+        joined = _joined(runs)
         reference.keep_timing(plan.protocol, StoredTiming(
-            tuple(v for r in runs for v in r.device_ms), tuple(v for r in runs for v in r.wall_ms),
-            "+".join(r.stop_reason for r in runs), sum(r.host_bound_reps for r in runs), time.time()))
+            joined.device_ms, joined.wall_ms, joined.stop_reason, joined.host_bound_reps, time.time()))
     return agree
 
 
@@ -144,8 +144,15 @@ def _agree(first: tuple[float, ...], then: tuple[float, ...], tolerance: float) 
 
 
 def _stats(*runs: timing.RawSamples) -> TimingStats:
-    return timing.summarize([v for r in runs for v in r.device_ms], "+".join(r.stop_reason for r in runs),
-                            [v for r in runs for v in r.wall_ms], sum(r.host_bound_reps for r in runs))
+    joined = _joined(list(runs))
+    return timing.summarize(joined.device_ms, joined.stop_reason, joined.wall_ms, joined.host_bound_reps)
+
+
+def _joined(runs: list[timing.RawSamples]) -> timing.RawSamples:
+    """Runs of one reference as one sample: their reps in order, their stop reasons joined with "+"."""
+    return timing.RawSamples(tuple(v for r in runs for v in r.device_ms), tuple(v for r in runs for v in r.wall_ms),
+                             "+".join(r.stop_reason for r in runs), runs[0].clock,
+                             host_bound_reps=sum(r.host_bound_reps for r in runs))
 
 
 def _protocol(params: TimingParams, flush_bytes: int, device: torch.device) -> str:
