@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.service.servers import NO_PCH
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "kernelbench"
 KERNELS = Path(__file__).resolve().parent / "kernelbench_kernels"
@@ -22,7 +24,8 @@ SWEEP_S = 300.0
 def run_sweep(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGRADE_")}
     env["PYTHONPATH"] = str(ROOT / "src")
-    return subprocess.run([sys.executable, str(ROOT / "bench" / "kernelbench_sweep.py"), str(FIXTURES), *args],
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "kernelbench_sweep.py"), str(FIXTURES), "--env", NO_PCH,
+                           *args],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=SWEEP_S, check=False)
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.service.servers import NO_PCH
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "kernelbench"
 # The server's start, one C++ build (about 10-20 s here) and eight fast verdicts of tiny problems, each timed on
@@ -23,7 +25,8 @@ def test_a_mixed_stream_is_graded_in_two_passes_over_distinct_problems() -> None
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGRADE_")}
     env["PYTHONPATH"] = str(ROOT / "src")
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "throughput.py"), "--device", "cpu",
-                           "--mixed", str(FIXTURES), "--no-in-process", "--env", "KERNELGRADE_TIMING_PROFILE=fast"],
+                           "--mixed", str(FIXTURES), "--no-in-process", "--env", "KERNELGRADE_TIMING_PROFILE=fast",
+                           "--env", NO_PCH],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=MIXED_S, check=False)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]

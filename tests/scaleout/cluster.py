@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 import httpx
 
-from tests.service.servers import wait_until
+from tests.service.servers import NO_PCH_NAME, NO_PCH_VALUE, wait_until
 
 BROKERS = {
     "redis": os.environ.get("KERNELGRADE_TEST_REDIS_URL", "redis://127.0.0.1:6379/7"),
@@ -89,11 +89,8 @@ class Cluster:
 
     def worker_env(self, name: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGRADE_")}
-        # No precompiled header, as in ServeProcess: each worker's fresh cache would build its own as the pool
-        # starts (0.8 GB, and 20-30 s of a core that holds the host lock shared, so every CPU measurement waits
-        # for it), for submissions that build nothing.
         env.update({"KERNELGRADE_DATA_DIR": str(self.folder / name), "KERNELGRADE_DATABASE_URL": self.database_url,
-                    "KERNELGRADE_PRECOMPILED_HEADERS": "0",
+                    NO_PCH_NAME: NO_PCH_VALUE,
                     "KERNELGRADE_BROKER_URL": self.broker_url, "KERNELGRADE_DISPATCH": "celery",
                     "KERNELGRADE_TIMING_PROFILE": "fast", "KERNELGRADE_LEASE_SECONDS": str(TEST_LEASE_S),
                     "KERNELGRADE_LOG_LEVEL": "info", **self.env_overrides})

@@ -62,6 +62,12 @@ class ThreadServer:
         self.thread.join(SERVER_STOP_S)
 
 
+# No precompiled header unless a test asks, for every service or worker the tests start: each fresh cache would
+# build its own as the pool starts (0.8 GB, and 20-30 s of one of the machine's two cores, holding the host lock
+# shared so that every CPU measurement waits for it).
+NO_PCH_NAME, NO_PCH_VALUE = "KERNELGRADE_PRECOMPILED_HEADERS", "0"
+NO_PCH = f"{NO_PCH_NAME}={NO_PCH_VALUE}"
+
 class ServeProcess:
     """`kernelgrade serve` in a child process with settings from KERNELGRADE_* variables."""
 
@@ -70,10 +76,8 @@ class ServeProcess:
         self.data_dir = data_dir
         self.log_path = data_dir / f"serve-{self.port}.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGRADE_")}
-        # No precompiled header unless a test asks: each test's fresh cache would build its own as the pool
-        # starts (a build's time on one of the machine's two cores, and 0.8 GB).
         env.update({"KERNELGRADE_DATA_DIR": str(data_dir), "KERNELGRADE_HOST": "127.0.0.1",
-                    "KERNELGRADE_PORT": str(self.port), "KERNELGRADE_PRECOMPILED_HEADERS": "0", **settings})
+                    "KERNELGRADE_PORT": str(self.port), NO_PCH_NAME: NO_PCH_VALUE, **settings})
         self.env = env
         self.process: subprocess.Popen[bytes] | None = None
 

@@ -14,6 +14,8 @@ from typing import Any
 import psutil
 import pytest
 
+from tests.service.servers import NO_PCH
+
 ROOT = Path(__file__).resolve().parents[2]
 # Three C++ builds (about 20-35 s each on 2 cores, the compile error included) and one more in the bench's own
 # process; the fast profile keeps grading itself to seconds.
@@ -27,7 +29,7 @@ def run_bench(out: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGRADE_")}
     env["PYTHONPATH"] = str(ROOT / "src")
     command = [sys.executable, str(ROOT / "bench" / "throughput.py"), "--device", "cpu", "--n", "3",
-               "--env", "KERNELGRADE_TIMING_PROFILE=fast", "--json", str(out)]
+               "--env", "KERNELGRADE_TIMING_PROFILE=fast", "--env", NO_PCH, "--json", str(out)]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)
     try:
