@@ -68,6 +68,7 @@ class ThreadServer:
 NO_PCH_NAME, NO_PCH_VALUE = "KERNELGRADE_PRECOMPILED_HEADERS", "0"
 NO_PCH = f"{NO_PCH_NAME}={NO_PCH_VALUE}"
 
+
 class ServeProcess:
     """`kernelgrade serve` in a child process with settings from KERNELGRADE_* variables."""
 
