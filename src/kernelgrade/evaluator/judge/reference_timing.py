@@ -16,7 +16,7 @@ import dataclasses
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,11 +144,11 @@ def _agree(first: tuple[float, ...], then: tuple[float, ...], tolerance: float) 
 
 
 def _stats(*runs: timing.RawSamples) -> TimingStats:
-    joined = _joined(list(runs))
+    joined = _joined(runs)
     return timing.summarize(joined.device_ms, joined.stop_reason, joined.wall_ms, joined.host_bound_reps)
 
 
-def _joined(runs: list[timing.RawSamples]) -> timing.RawSamples:
+def _joined(runs: Sequence[timing.RawSamples]) -> timing.RawSamples:
     """Runs of one reference as one sample: their reps in order, their stop reasons joined with "+"."""
     return timing.RawSamples(tuple(v for r in runs for v in r.device_ms), tuple(v for r in runs for v in r.wall_ms),
                              "+".join(r.stop_reason for r in runs), runs[0].clock,
