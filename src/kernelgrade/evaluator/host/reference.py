@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from kernelgrade.evaluator.compare import Expected, flatten_outputs
 from kernelgrade.evaluator.device_cache import leave_room
@@ -101,7 +102,8 @@ class Reference:
         self._draws = SeededDraws(problem.name)
         self.init_inputs = self._draws.unseeded(lambda: list(self.module.get_init_inputs()))
         # Seeded as the run child seeds ModelNew's construction, so layers built alike start with equal weights.
-        self.model = self._draws.run(weight_seed, lambda: self.module.Model(*self.init_inputs)).to(device)
+        self._weight_seed = weight_seed
+        self.model = self._built().to(device)
         self._oracle_models: dict[torch.device, torch.nn.Module] = {}
         self._rounded_models: dict[Rounding, torch.nn.Module] = {}
 
@@ -239,17 +241,36 @@ class Reference:
 
     def _oracle_on(self, device: torch.device, inputs: Sequence[Any]) -> list[torch.Tensor]:
         if device not in self._oracle_models:
-            self._oracle_models[device] = copy.deepcopy(self.model).to(device).double()
+            self._oracle_models[device] = _in_float64(self._copy(), device)
         upcast = [v.to(device).double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
                   for v in to_device(inputs, device)]
-        with torch.no_grad():
+        with torch.no_grad(), Float64Factories():
             out = self._oracle_models[device](*upcast)
         return [t.detach() for t in flatten_outputs(out)]
+
+    def _built(self) -> torch.nn.Module:
+        """The problem's Model, constructed as the run child constructs ModelNew: under the weight seed."""
+        model: torch.nn.Module = self._draws.run(self._weight_seed, lambda: self.module.Model(*self.init_inputs))
+        return model
+
+    def _copy(self) -> torch.nn.Module:
+        """A copy of the reference that is wholly its own: constructed afresh, then given the reference's current
+        parameters, buffers and other tensor attributes (a state forward() keeps, say). A deepcopy would leave a
+        function the model holds (`self.mlpf = lambda x: m.c_proj(x)` over a submodule `m`) calling the
+        reference's own fp32 layers from the float64 copy."""
+        fresh = self._built().to(self.device)
+        theirs = dict(self.model.named_modules())
+        if set(theirs) != {name for name, _ in fresh.named_modules()}:
+            return copy.deepcopy(self.model)  # a model whose layers depend on more than its seed
+        with torch.no_grad():
+            for name, module in fresh.named_modules():
+                _take_tensors(module, theirs[name])
+        return fresh
 
     def _rounded(self, inputs: Sequence[Any], rounding: Rounding) -> list[torch.Tensor]:
         """The reference in fp32 on inputs, weights and buffers rounded to `rounding`."""
         if rounding not in self._rounded_models:
-            model = copy.deepcopy(self.model)
+            model = self._copy()
             with torch.no_grad():
                 for tensor in [*model.parameters(), *model.buffers()]:
                     tensor.copy_(round_to(tensor, rounding))
@@ -259,6 +280,47 @@ class Reference:
             out = self._rounded_models[rounding](*rounded)
         device_synchronize(self.device)
         return [t.detach() for t in flatten_outputs(out)]
+
+
+def _take_tensors(module: torch.nn.Module, source: torch.nn.Module) -> None:
+    """`module` gets copies of `source`'s own parameters', buffers' and tensor attributes' values."""
+    for table in ("_parameters", "_buffers"):
+        mine, theirs = getattr(module, table), getattr(source, table)
+        for key, value in theirs.items():
+            if value is not None and mine.get(key) is not None and mine[key].shape == value.shape:
+                mine[key].copy_(value)
+    for key, value in vars(source).items():
+        if isinstance(value, torch.Tensor):
+            setattr(module, key, value.detach().clone())
+
+
+def _in_float64(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """`model` on `device` in float64: parameters and buffers, and the float tensors it holds as attributes."""
+    model = model.to(device).double()
+    for module in model.modules():
+        for key, value in list(vars(module).items()):
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                setattr(module, key, value.to(device).double())
+    return model
+
+
+class Float64Factories(TorchFunctionMode):
+    """Held around the float64 oracle's forward(): a tensor forward() makes itself without naming a dtype (an
+    initial state `torch.randn(layers, batch, hidden, device=x.device)`, say) is float64 like the oracle's
+    weights and inputs, where it would be fp32 and meet them in an op that takes one dtype only. Modes are per
+    thread: the judge's other threads make their tensors as before."""
+
+    def __torch_function__(self, func: Callable[..., Any], types: Any, args: Sequence[Any] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if func in _DEFAULT_DTYPE_FACTORIES and kwargs.get("dtype") is None:
+            kwargs["dtype"] = torch.float64
+        return func(*args, **kwargs)
+
+
+# Factories whose dtype, unnamed, is torch's default (float32): not those that infer it from their values.
+_DEFAULT_DTYPE_FACTORIES = frozenset({torch.rand, torch.randn, torch.zeros, torch.ones, torch.empty, torch.eye,
+                                      torch.linspace, torch.logspace})
 
 
 def _copies_on(values: Sequence[Any], device: torch.device) -> list[Any]:
