@@ -65,6 +65,7 @@ class Row:
     judge_peak_bytes: int | None  # the judge's peak device memory over the evaluation, where recorded
     child_peak_bytes: int | None  # the run child's, where recorded
     stages: tuple[tuple[str, float], ...]  # top-level stages only: "stage:part" labels are inside them
+    why: str = ""  # a failure's message and its detail's last line; or, for a speedup off 1x, both sides' timing
 
 
 def selected(folder: Path, levels: Sequence[int], limit: int | None, names: Sequence[str] = ()) -> list[Problem]:
@@ -146,6 +147,8 @@ def _reported(finished: Iterable[SubmissionOut], total: int) -> Iterator[tuple[i
     for count, out in enumerate(finished, 1):
         row = _row(out)
         print(f"# {count:>3}/{total} {_line(row)}", flush=True)
+        if row.why:
+            print(f"#          {row.why}", flush=True)
         yield out.id, row
 
 
@@ -157,7 +160,25 @@ def _row(out: SubmissionOut) -> Row:
     stages = tuple((str(label), float(s)) for label, s in result.get("stage_seconds") or [] if ":" not in label)
     return Row(out.problem, out.model, str(evaluation.verdict), evaluation.failure.code if evaluation.failure else "",
                evaluation.speedup, _int(extra.get("judge_peak_device_bytes")),
-               _int(extra.get("child_peak_device_bytes")), stages)
+               _int(extra.get("child_peak_device_bytes")), stages, _why(out, result))
+
+
+def _why(out: SubmissionOut, result: dict[str, Any]) -> str:
+    """What a row needs beside its verdict to be looked into without the server's database."""
+    evaluation = out.evaluation
+    assert evaluation is not None
+    if evaluation.failure is not None:
+        detail = [line.strip() for line in evaluation.failure.detail.splitlines() if line.strip()]
+        return f"{evaluation.failure.message} | {detail[-1] if detail else ''}"[:600]
+    speedup = evaluation.speedup
+    if speedup is None or STEADY[0] <= speedup <= STEADY[1]:
+        return ""
+    sides = [(name, result.get(key) or {}) for name, key in (("reference", "reference_timing"),
+                                                             ("candidate", "candidate_timing"))]
+    method = result.get("method") or {}
+    return "; ".join([*(f"{name} {t.get('median_ms', 0):.4f} ms median, host {t.get('host_median_ms') or 0:.4f} ms,"
+                        f" {t.get('host_bound_reps', 0)}/{t.get('n', 0)} reps host-bound, {t.get('stop_reason', '')}"
+                        for name, t in sides), str(method.get("reference_placement", ""))[:200]])
 
 
 def _int(value: object) -> int | None:
