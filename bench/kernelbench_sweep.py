@@ -43,6 +43,8 @@ REFERENCE = "reference"  # the model name a problem's own reference is submitted
 KERNELS = Path(__file__).resolve().parent / "kernelbench_kernels"
 # An honest reference against itself: speedups outside this band are timing noise worth a look.
 STEADY = (0.9, 1.1)
+# The width of a row's problem column: a longer name is cut there, so an earlier output names it by this prefix.
+NAME_WIDTH = 48
 # The slowest and the largest problems the summary names.
 EXTREMES = 5
 # A level 3 problem's fast-profile verdict takes a minute or two on a GPU host, a CPU fixture seconds; a
@@ -97,8 +99,15 @@ def _need(problem: Problem) -> float:
 
 
 def correct_in(output: str) -> set[str]:
-    """The problems whose references an earlier sweep's output shows `correct` (kernels' rows are not theirs)."""
+    """The problems whose references an earlier sweep's output shows `correct` (kernels' rows are not theirs), by
+    their names' first NAME_WIDTH characters, as the rows show them."""
     return {m.group(1) for m in _ROW.finditer(output) if m.group(2) == "correct"}
+
+
+def not_shown_correct(problems: Sequence[Problem], output: str) -> list[Problem]:
+    """`problems` less those whose references an earlier sweep's `output` shows correct."""
+    done = correct_in(output)
+    return [p for p in problems if p.name[:NAME_WIDTH] not in done]
 
 
 def _order(problem: Problem) -> tuple[int, str]:
@@ -186,7 +195,8 @@ def _int(value: object) -> int | None:
 
 
 def report(rows: list[Row]) -> str:
-    lines = [f"{'problem':48} {'verdict':14} {'speedup':>8} {'judge peak':>11} {'child peak':>11}  stages (s)"]
+    lines = [f"{'problem':{NAME_WIDTH}} {'verdict':14} {'speedup':>8} {'judge peak':>11} {'child peak':>11}"
+             "  stages (s)"]
     lines += [_line(row) for row in rows]
     return "\n".join([*lines, "", *summary(rows)])
 
@@ -195,7 +205,7 @@ def _line(row: Row) -> str:
     speedup = f"{row.speedup:.3f}" if row.speedup is not None else "-"
     stages = " ".join(f"{label}={seconds:.2f}" for label, seconds in row.stages)
     verdict = f"{row.verdict}:{row.code}" if row.code else row.verdict
-    return (f"{_label(row)[:48]:48} {verdict[:14]:14} {speedup:>8} {_gib(row.judge_peak_bytes):>11}"
+    return (f"{_label(row)[:NAME_WIDTH]:{NAME_WIDTH}} {verdict[:14]:14} {speedup:>8} {_gib(row.judge_peak_bytes):>11}"
             f" {_gib(row.child_peak_bytes):>11}  {stages}")
 
 
@@ -267,9 +277,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.in_file_order:
         problems = smallest_first(problems)
     if args.skip_correct is not None:
-        done = correct_in(args.skip_correct.read_text())
-        problems = [p for p in problems if p.name not in done]
-        print(f"# left out {len(done)} problems {args.skip_correct} shows correct", flush=True)
+        before = len(problems)
+        problems = not_shown_correct(problems, args.skip_correct.read_text())
+        print(f"# left out {before - len(problems)} problems {args.skip_correct} shows correct", flush=True)
         if not problems:
             print("# nothing left to grade")
             return 0

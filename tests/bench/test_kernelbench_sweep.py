@@ -78,3 +78,21 @@ def test_the_problems_needing_least_memory_come_first_and_unknown_ones_last(
     problems = kernelbench_sweep.selected(tmp_path, [1], None)
     assert [p.name for p in problems] == ["1_large", "2_unknown", "3_small"]
     assert [p.name for p in kernelbench_sweep.smallest_first(problems)] == ["3_small", "1_large", "2_unknown"]
+
+
+def test_a_long_problem_an_earlier_output_shows_correct_by_its_cut_name_is_left_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    import kernelbench_sweep
+
+    level = tmp_path / "level1"
+    level.mkdir()
+    (level / "75_conv_transposed_2D_asymmetric_input_asymmetric_kernel_strided_grouped.py").write_text(
+        _relu_problem("16"))
+    (level / "76_conv_standard_1D_dilated_strided.py").write_text(_relu_problem("16"))
+    problems = kernelbench_sweep.selected(tmp_path, [1], None)
+    rows = [kernelbench_sweep.Row(p.name, kernelbench_sweep.REFERENCE, verdict, "", None, None, None, ())
+            for p, verdict in zip(problems, ["correct", "incorrect"], strict=True)]
+    output = "".join(f"# {i}/2 {kernelbench_sweep._line(row)}\n" for i, row in enumerate(rows, 1))
+    assert len(problems[0].name) > kernelbench_sweep.NAME_WIDTH
+    assert [p.name for p in kernelbench_sweep.not_shown_correct(problems, output)] == [problems[1].name]

@@ -106,23 +106,32 @@ def _timed_ahead(request: EvalRequest, warm: Warm, device: torch.device, referen
     with on_device(device):
         reference = references.reference(request.problem, device, request.trials.seed)
         flush_bytes = params.flush_bytes or timing.default_flush_bytes(device)
-        with _host_if_free(warm, device) as alone:
-            return alone and reference_timing.measured_ahead(
+        try:
+            return reference_timing.measured_ahead(
                 reference, lambda: _alone_in_child(request, warm, reference, flush_bytes), params, flush_bytes)
+        except _HostBusy:
+            return False
+
+
+class _HostBusy(Exception):
+    """A build or another judge's measurement holds the host: a CPU problem's reference is not timed now."""
 
 
 @contextmanager
 def _alone_in_child(request: EvalRequest, warm: Warm, reference: Reference, flush_bytes: int
                     ) -> Iterator[ReferenceChild]:
     """The reference loaded in a run child of the kind the problem's candidates get (one of the judge's spares
-    where one waits), then the judge's quiet lock, which a spare's start waits for, held while it is timed."""
+    where one waits); then, held while it is timed, the judge's quiet lock and the host lock if it is free
+    (_HostBusy if not). The child comes first: a spare's start holds or waits for both locks."""
     seed = request.trials.seed
     # Any values do: the timing does not depend on them, and a verdict's own timing inputs stay secret.
     sets = [reference.make_inputs(derive_seed(seed, "prepared timing", k, ""))
             for k in range(timing_params(request).input_sets)]
     kind = child_kind(request)
     with ReferenceChild.loaded(warm.children, kind, reference, sets, seed, flush_bytes, request.limits) as child, \
-            warm.children.quiet():
+            warm.children.quiet(), _host_if_free(warm, reference.device) as alone:
+        if not alone:
+            raise _HostBusy
         yield child
 
 
