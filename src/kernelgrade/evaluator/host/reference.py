@@ -241,7 +241,7 @@ class Reference:
 
     def _oracle_on(self, device: torch.device, inputs: Sequence[Any]) -> list[torch.Tensor]:
         if device not in self._oracle_models:
-            self._oracle_models[device] = _in_float64(self._copy(), device)
+            self._oracle_models[device] = _in_float64(self._copy(device), device)
         upcast = [v.to(device).double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
                   for v in to_device(inputs, device)]
         with torch.no_grad(), Float64Factories():
@@ -253,12 +253,13 @@ class Reference:
         model: torch.nn.Module = self._draws.run(self._weight_seed, lambda: self.module.Model(*self.init_inputs))
         return model
 
-    def _copy(self) -> torch.nn.Module:
-        """A copy of the reference that is wholly its own: constructed afresh, then given the reference's current
-        parameters, buffers and other tensor attributes (a state forward() keeps, say). A deepcopy would leave a
-        function the model holds (`self.mlpf = lambda x: m.c_proj(x)` over a submodule `m`) calling the
-        reference's own fp32 layers from the float64 copy."""
-        fresh = self._built().to(self.device)
+    def _copy(self, device: torch.device) -> torch.nn.Module:
+        """A copy of the reference that is wholly its own, on `device`: constructed afresh, then given the
+        reference's current parameters, buffers and other tensor attributes (a state forward() keeps, say). A
+        deepcopy would leave a function the model holds (`self.mlpf = lambda x: m.c_proj(x)` over a submodule `m`)
+        calling the reference's own fp32 layers from the float64 copy. Built on the host and moved to `device`
+        once: an oracle placed on the host because the judge's device has no room never passes through it."""
+        fresh = self._built().to(device)
         theirs = dict(self.model.named_modules())
         if set(theirs) != {name for name, _ in fresh.named_modules()}:
             return copy.deepcopy(self.model)  # a model whose layers depend on more than its seed
@@ -270,7 +271,7 @@ class Reference:
     def _rounded(self, inputs: Sequence[Any], rounding: Rounding) -> list[torch.Tensor]:
         """The reference in fp32 on inputs, weights and buffers rounded to `rounding`."""
         if rounding not in self._rounded_models:
-            model = self._copy()
+            model = self._copy(self.device)
             with torch.no_grad():
                 for tensor in [*model.parameters(), *model.buffers()]:
                     tensor.copy_(round_to(tensor, rounding))
