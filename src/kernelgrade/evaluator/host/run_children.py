@@ -81,6 +81,16 @@ class RunChildren:
             place_tree(session.child.proc.pid, here())
         return session
 
+    def expect(self, kind: ChildKind) -> None:
+        """A child of `kind` will be taken soon (an evaluation's reference child, for its timing stage): one is
+        started now, by the spares' threads, unless a spare of that kind is ready or starting already."""
+        with self._lock:
+            if self._closed or self._ready.get(kind) or self._starting.get(kind):
+                return
+            self._starting[kind] = 1
+            self._ensure_starters()
+        self._requests.put(kind)
+
     @contextmanager
     def quiet(self, cpu: bool = False) -> Iterator[None]:
         """Held around a measurement: no spare of this judge touches the device meanwhile; on the CPU (`cpu`),
@@ -141,13 +151,17 @@ class RunChildren:
             if self._closed or missing <= 0:
                 return
             self._starting[kind] = self._starting.get(kind, 0) + missing
-            while len(self._starters) < max(1, self.spares):
-                starter = threading.Thread(target=self._start_spares, name=f"warm-children-{len(self._starters)}",
-                                           daemon=True)
-                self._starters.append(starter)
-                starter.start()
+            self._ensure_starters()
         for _ in range(missing):
             self._requests.put(kind)
+
+    def _ensure_starters(self) -> None:
+        """Called with the lock held."""
+        while len(self._starters) < max(1, self.spares):
+            starter = threading.Thread(target=self._start_spares, name=f"warm-children-{len(self._starters)}",
+                                       daemon=True)
+            self._starters.append(starter)
+            starter.start()
 
     def _start_spares(self) -> None:
         with on_cpus(self.spare_cpus):

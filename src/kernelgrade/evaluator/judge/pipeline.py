@@ -31,7 +31,7 @@ from kernelgrade.evaluator.judge import compiled_baseline
 from kernelgrade.evaluator.judge.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
 from kernelgrade.evaluator.judge.compiled_baseline import BaselineJob
 from kernelgrade.evaluator.judge.correctness import check_correctness
-from kernelgrade.evaluator.judge.job import Job, SubmissionFiles, on_device
+from kernelgrade.evaluator.judge.job import Job, SubmissionFiles, judge_device, on_device
 from kernelgrade.evaluator.judge.load import load_model
 from kernelgrade.evaluator.judge.outcome import (
     Verdicted,
@@ -114,21 +114,24 @@ def _run_stages(job: Job, record: Record) -> None:
     target = build_target(job.request)
     compiled = _compile(job, record, files, target)
     env = arch_env(target)
-    session = _run_child(job, env)
+    kind = child_kind(job.request)
+    session = _run_child(job, kind)
+    if job.request.measure_timing:  # the reference's own child, starting while the candidate loads and is checked
+        job.warm.children.expect(kind)
     session.stage_extensions(compiled.extensions_dir, compiled.prebuilt)
     job.adopt(session.work_dir)
     files = SubmissionFiles.write(job.work_dir, job.request.submission, reference.init_inputs)
-    timed = _in_run_child(job, record, session, reference, files, compiled.prebuilt)
+    timed = _in_run_child(job, record, session, reference, files, compiled.prebuilt, kind)
     _compiled_baseline(job, record, reference, files.init_inputs, timed, env)
 
 
-def _run_child(job: Job, env: dict[str, str]) -> RunSession:
+def _run_child(job: Job, kind: ChildKind) -> RunSession:
     """A warm child where the judge keeps them; else one started now. One that cannot even start is the
     grader's fault (a broken sandbox or torch), not the submission's."""
     job.report(Stage.LOAD, "starting the run child")
     try:
         with job.timed("child_start"):
-            return job.warm.children.take(ChildKind(job.gpu_index, job.child_device, tuple(sorted(env.items()))))
+            return job.warm.children.take(kind)
     except StageFailed as failed:
         raise RuntimeError(f"the run child did not start: {failed.failure.message}") from None
 
@@ -145,11 +148,11 @@ def _compile(job: Job, record: Record, files: SubmissionFiles, target: BuildTarg
 
 
 def _in_run_child(job: Job, record: Record, session: RunSession, reference: Reference,
-                  files: SubmissionFiles, prebuilt: tuple[Prebuilt, ...]) -> TimingSets | None:
+                  files: SubmissionFiles, prebuilt: tuple[Prebuilt, ...], kind: ChildKind) -> TimingSets | None:
     """Load, correctness and timing share one run child. However it ends, its output is kept, and the
     judge's own device must still work afterwards."""
     try:
-        return _child_stages(job, record, session, reference, files, prebuilt)
+        return _child_stages(job, record, session, reference, files, prebuilt, kind)
     except StageFailed as failed:
         raise Verdicted(failed.failure) from None
     finally:
@@ -160,7 +163,8 @@ def _in_run_child(job: Job, record: Record, session: RunSession, reference: Refe
 
 
 def _child_stages(job: Job, record: Record, session: RunSession, reference: Reference,
-                  files: SubmissionFiles, prebuilt: tuple[Prebuilt, ...]) -> TimingSets | None:
+                  files: SubmissionFiles, prebuilt: tuple[Prebuilt, ...], kind: ChildKind) -> TimingSets | None:
+    """`kind`: the candidate's child's, which the reference's own child for timing shares."""
     inputs = TimingInputs(job, reference) if job.request.measure_timing else None
     try:
         baseline = load_model(job, record, session, files, prebuilt)
@@ -170,7 +174,7 @@ def _child_stages(job: Job, record: Record, session: RunSession, reference: Refe
         record.note(process_findings(baseline, count_tree(session.child.proc.pid), "during the checked calls"))
         if inputs is None:
             return None
-        timed = time_candidate(job, record, session, reference, inputs)
+        timed = time_candidate(job, record, session, reference, inputs, kind)
         record.note(process_findings(baseline, count_tree(session.child.proc.pid), "by the end of timing"))
         return timed
     finally:
@@ -236,6 +240,14 @@ def precompile(request: EvalRequest, launcher: Launcher | None = None, host_lock
                                   HostLock(host_lock) if host_lock is not None else None)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def child_kind(request: EvalRequest) -> ChildKind:
+    """The run child a request's candidate gets, and its reference's own child for timing too: the judge's GPU
+    (seen as the child's only one) or the CPU, and the environment its builds are made for."""
+    device = judge_device(request)
+    env = tuple(sorted(arch_env(build_target(request)).items()))
+    return ChildKind(device.index, "cuda:0", env) if device.type == "cuda" else ChildKind(None, "cpu", env)
 
 
 def build_target(request: EvalRequest) -> BuildTarget:

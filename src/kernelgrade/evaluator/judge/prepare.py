@@ -23,13 +23,15 @@ import torch
 from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.host import trial_store
 from kernelgrade.evaluator.host.environment import device_class
-from kernelgrade.evaluator.host.reference import TrialData, derive_seed
+from kernelgrade.evaluator.host.reference import Reference, TrialData, derive_seed
 from kernelgrade.evaluator.host.reference_cache import References
 from kernelgrade.evaluator.host.trial_store import TrialStore, digest, problem_version
 from kernelgrade.evaluator.host.warm import Warm
 from kernelgrade.evaluator.judge import reference_timing
 from kernelgrade.evaluator.judge.correctness import trial_seeds
 from kernelgrade.evaluator.judge.job import judge_device, on_device, timing_params
+from kernelgrade.evaluator.judge.pipeline import child_kind
+from kernelgrade.evaluator.judge.reference_child import ReferenceChild
 from kernelgrade.evaluator.problem_memory import estimate
 from kernelgrade.evaluator.request import EvalRequest
 
@@ -103,12 +105,34 @@ def _timed_ahead(request: EvalRequest, warm: Warm, device: torch.device, referen
         return False
     with on_device(device):
         reference = references.reference(request.problem, device, request.trials.seed)
-        # Any values do: the timing does not depend on them, and a verdict's own timing inputs stay secret.
-        sets = [reference.make_inputs(derive_seed(request.trials.seed, "prepared timing", k, ""))
-                for k in range(params.input_sets)]
-        with warm.children.quiet(), _host_if_free(warm, device) as alone:
-            return alone and reference_timing.measured_ahead(reference, sets, params,
-                                                             params.flush_bytes or timing.default_flush_bytes(device))
+        flush_bytes = params.flush_bytes or timing.default_flush_bytes(device)
+        try:
+            return reference_timing.measured_ahead(
+                reference, lambda: _alone_in_child(request, warm, reference, flush_bytes), params, flush_bytes)
+        except _HostBusy:
+            return False
+
+
+class _HostBusy(Exception):
+    """A build or another judge's measurement holds the host: a CPU problem's reference is not timed now."""
+
+
+@contextmanager
+def _alone_in_child(request: EvalRequest, warm: Warm, reference: Reference, flush_bytes: int
+                    ) -> Iterator[ReferenceChild]:
+    """The reference loaded in a run child of the kind the problem's candidates get (one of the judge's spares
+    where one waits); then, held while it is timed, the judge's quiet lock and the host lock if it is free
+    (_HostBusy if not). The child comes first: a spare's start holds or waits for both locks."""
+    seed = request.trials.seed
+    # Any values do: the timing does not depend on them, and a verdict's own timing inputs stay secret.
+    sets = [reference.make_inputs(derive_seed(seed, "prepared timing", k, ""))
+            for k in range(timing_params(request).input_sets)]
+    kind = child_kind(request)
+    with ReferenceChild.loaded(warm.children, kind, reference, sets, seed, flush_bytes, request.limits) as child, \
+            warm.children.quiet(), _host_if_free(warm, reference.device) as alone:
+        if not alone:
+            raise _HostBusy
+        yield child
 
 
 @contextmanager

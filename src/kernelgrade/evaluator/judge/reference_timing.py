@@ -2,12 +2,12 @@
 class, confirmed by a short drift check run beside the candidate; or, where there is no usable stored one or
 the check fails, the reference timed in full (docs/timing.md, "The reference's timing").
 
-The drift check is a few reps of the reference on each side of the candidate, in the judge's process, with the
-full measurement's loop, flush, warm-up and fresh inputs. Where their median is within `reference_drift` of the
-stored median, the device runs the reference now as it did when the stored distribution was measured, and the
-stored distribution (more reps, a tighter interval) is the reference's time. Otherwise the reference is timed in
-full right after the candidate, and that measurement replaces the stored one where it agrees with the check
-before the candidate.
+The drift check is a few reps of the reference on each side of the candidate, in the reference's own run child
+(reference_child.py), with the full measurement's loop, flush, warm-up and fresh inputs. Where their median is
+within `reference_drift` of the stored median, the device runs the reference now as it did when the stored
+distribution was measured, and the stored distribution (more reps, a tighter interval) is the reference's time.
+Otherwise the reference is timed in full right after the candidate, and that measurement replaces the stored one
+where it agrees with the check before the candidate.
 """
 
 from __future__ import annotations
@@ -17,17 +17,15 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
 from kernelgrade.evaluator import timing
-from kernelgrade.evaluator.host import hold_watch
-from kernelgrade.evaluator.host.reference import Reference, to_device
+from kernelgrade.evaluator.host.reference import Reference
 from kernelgrade.evaluator.host.trial_store import StoredTiming
-from kernelgrade.evaluator.integrity import precision_flags
-from kernelgrade.evaluator.integrity.l2 import PersistingL2
+from kernelgrade.evaluator.judge.reference_child import ReferenceChild
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.result import TimingStats
 
@@ -35,7 +33,8 @@ from kernelgrade.evaluator.result import TimingStats
 # drivers and the host's load drift in ways a short check may not catch, and an hour bounds how old a
 # reference time can be while costing a problem graded all day one full measurement an hour.
 MAX_AGE_S = 3600.0
-BESIDE = "before and after the candidate, same device, same process layout"
+BESIDE = "before and after the candidate, same device, in a run child of its own"
+PLACE = "reference child"
 
 
 @dataclass(frozen=True)
@@ -101,14 +100,16 @@ def concluded(how: ReferencePlan, reference: Reference, params: TimingParams, be
                            f"well{_said(kept)}")
 
 
-def measured_ahead(reference: Reference, sets: list[list[Any]], params: TimingParams, flush_bytes: int) -> bool:
-    """The reference timed in full twice, back to back, and stored where the runs agree: a problem's preparation
-    (prepare.py), so that its first verdict checks a stored distribution instead. Whether one is stored now."""
+def measured_ahead(reference: Reference, child: Callable[[], AbstractContextManager[ReferenceChild]],
+                   params: TimingParams, flush_bytes: int) -> bool:
+    """The reference timed in full twice, back to back, in a child `child()` loads, and stored where the runs agree:
+    a problem's preparation (prepare.py), so that its first verdict checks a stored distribution instead. Whether
+    one is stored now."""
     how = plan(reference, params, flush_bytes, reference.device)
     if how.stored is not None or not how.keeps:
         return how.stored is not None
-    rotation = timing.InputRotation([to_device(s, reference.device) for s in sets])
-    first, then = (run(reference, rotation, params, flush_bytes).raw for _ in range(2))
+    with child() as loaded:
+        first, then = (loaded.run(params).raw for _ in range(2))
     agree = _agree(first.device_ms, then.device_ms, params.reference_drift)
     return _kept(reference, how, [first, then], agree) is True
 
@@ -160,46 +161,6 @@ def _protocol(params: TimingParams, flush_bytes: int, device: torch.device) -> s
     weights: the timing parameters (not the check's own), the flush and the exact device model."""
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     protocol = dataclasses.replace(params, reference_check_reps=0, reference_drift=0.0)
-    return f"{protocol!r}|{flush_bytes}|{name}"
-
-
-@dataclass(frozen=True)
-class ReferenceRun:
-    """One timed run of the reference and what the judge saw of its own loop (crosscheck.ReferenceLoop)."""
-
-    raw: timing.RawSamples
-    wall_gap_ms: float
-    overhead_per_rep_ms: float  # the judge's outer clock minus the reps' wall times, per rep
-
-
-def run(reference: Reference, rotation: timing.InputRotation, params: TimingParams,
-                    flush_bytes: int) -> ReferenceRun:
-    """The reference timed in the judge's clean process, with exactly the child's loop, clock, fresh inputs
-    and output fingerprints; flush buffer and warm-up stay outside the outer clock, as in the child."""
-    device = reference.device
-    with torch.no_grad(), precision_flags.held(params.flags):
-        flusher = timing.Flusher(device, flush_bytes)
-        holding = _holding(device, params)
-        with hold_watch.watch().watching(hold_watch.own_page() if holding.hold else None):
-            timing.warm_up(reference.model, rotation, device, params, timing.OutputKeeper(), holding)
-            _reset_l2(device)
-            started = time.perf_counter()
-            raw = timing.measure(reference.model, rotation, device, params, flusher, timing.OutputKeeper(), holding)
-            outer_ms = (time.perf_counter() - started) * 1000.0
-    gap = statistics.median(w - d for w, d in zip(raw.wall_ms, raw.device_ms, strict=True))
-    return ReferenceRun(raw, gap, (outer_ms - sum(raw.wall_ms)) / len(raw.wall_ms))
-
-
-def _holding(device: torch.device, params: TimingParams) -> timing.Holding:
-    """The judge's reference holds its stream on the judge's own page, which its watch releases if need be."""
-    if device.type == "cuda" and params.hold_stream:
-        timing.device_hold(device, hold_watch.own_page())
-    return timing.Holding.for_device(device, params.hold_stream)
-
-
-def _reset_l2(device: torch.device) -> None:
-    """The judge's own context gets the same persisting-L2 reset as the child's, so both run alike."""
-    if device.type == "cuda":
-        with torch.cuda.device(device):
-            torch.cuda.synchronize(device)
-            PersistingL2().reset(device.index or 0, torch.cuda.current_stream(device).cuda_stream)
+    # Distributions the judge measured in its own thread, before references had a child of their own, are
+    # kept under keys without the last part: they are never confirmed by a check from a child.
+    return f"{protocol!r}|{flush_bytes}|{name}|{PLACE}"

@@ -1,6 +1,6 @@
-"""The timing stage: the reference timed in the judge just before and just after the candidate is timed in
-its child, on the same device, with the same loop and fresh inputs (docs/timing.md); then the cross-checks of the
-child's timed phase, the re-check of timed outputs, the roofline floor and the speedup.
+"""The timing stage: the reference timed in a run child of its own just before and just after the candidate is
+timed in its child, on the same device, with the same loop and fresh inputs (docs/timing.md); then the
+cross-checks of the child's timed phase, the re-check of timed outputs, the roofline floor and the speedup.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import torch
 
 from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.device_cache import leave_room
-from kernelgrade.evaluator.host.reference import Reference, save_timing_sets, to_device
-from kernelgrade.evaluator.host.session import RunSession
+from kernelgrade.evaluator.host.reference import Reference, save_timing_sets
+from kernelgrade.evaluator.host.run_children import ChildKind
+from kernelgrade.evaluator.host.session import RunSession, StageFailed
 from kernelgrade.evaluator.integrity.crosscheck import (
     ReferenceLoop,
     flush_corrected,
@@ -32,6 +33,7 @@ from kernelgrade.evaluator.integrity.roofline import floor_for
 from kernelgrade.evaluator.judge import reference_timing
 from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.record import Record
+from kernelgrade.evaluator.judge.reference_child import ReferenceChild, ReferenceRun
 from kernelgrade.evaluator.judge.settle import settle_s
 from kernelgrade.evaluator.judge.timed_outputs import recheck_timed_outputs
 from kernelgrade.evaluator.request import Limits, TimingParams
@@ -78,14 +80,16 @@ class TimingInputs:
 
 
 def time_candidate(job: Job, record: Record, session: RunSession, reference: Reference,
-                   inputs: TimingInputs) -> TimingSets:
+                   inputs: TimingInputs, kind: ChildKind) -> TimingSets:
+    """`kind`: the candidate's child's; the reference's child is one of the same kind (a warm spare where one
+    waits), taken and loaded before the judge takes its quiet lock, which a spare's start waits for."""
     params = job.timing_params
     with job.in_stage(Stage.TIMING, "timing"):
-        with _alone_on_device(job):
-            with job.timed("timing:inputs_wait"):
-                sets, paths = inputs.result()
-            timed = TimingSets(tuple(paths), params.flush_bytes or timing.default_flush_bytes(job.device))
-            candidate, loop = _time_both(job, record, session, reference, sets, timed)
+        with job.timed("timing:inputs_wait"):
+            sets, paths = inputs.result()
+        timed = TimingSets(tuple(paths), params.flush_bytes or timing.default_flush_bytes(job.device))
+        with _reference_child(job, reference, kind, timed) as in_child, _alone_on_device(job):
+            candidate, loop = _time_both(job, record, session, reference, in_child, timed)
             candidate = confirmed(job, record, session, candidate, loop)
         samples, flush_findings = flush_corrected(candidate, loop)
         record.note(flush_findings)
@@ -103,6 +107,24 @@ def time_candidate(job: Job, record: Record, session: RunSession, reference: Ref
 
 
 @contextmanager
+def _reference_child(job: Job, reference: Reference, kind: ChildKind, timed: TimingSets) -> Iterator[ReferenceChild]:
+    job.report(Stage.TIMING, "loading the reference in a run child of its own", 0, 3)
+    with job.timed("timing:reference_child"):
+        try:
+            child = ReferenceChild.loaded(job.warm.children, kind, reference, timed.paths, job.request.trials.seed,
+                                          timed.flush_bytes, job.request.limits)
+        except StageFailed as failed:
+            raise _grader_failed(failed) from None
+    with child:
+        yield child
+
+
+def _grader_failed(failed: StageFailed) -> RuntimeError:
+    """The reference's child is the grader's: its failure is never the submission's verdict (retried later)."""
+    return RuntimeError(f"the reference's own run child failed: {failed.failure.message}\n{failed.failure.detail}")
+
+
+@contextmanager
 def _alone_on_device(job: Job) -> Iterator[None]:
     """No spare run child of this judge touches the device while it measures, nor, on the CPU, one of another
     judge on the host (run_children.py); waiting for one that is creating its context is part of this job's
@@ -116,17 +138,19 @@ def _alone_on_device(job: Job) -> Iterator[None]:
         yield
 
 
-def _time_both(job: Job, record: Record, session: RunSession, reference: Reference, sets: list[list[Any]],
+def _time_both(job: Job, record: Record, session: RunSession, reference: Reference, in_child: ReferenceChild,
                timed: TimingSets) -> tuple[TimedReply, ReferenceLoop]:
     """Reference, candidate, reference again: each reference run a drift check against its stored distribution,
-    or a full measurement (reference_timing.py). The device-resident input sets live only as long as this."""
-    params, flush_bytes = job.timing_params, timed.flush_bytes
-    rotation = timing.InputRotation([to_device(s, job.device) for s in sets])
-    how = reference_timing.plan(reference, params, flush_bytes, job.device)
+    or a full measurement (reference_timing.py)."""
+    params = job.timing_params
+    how = reference_timing.plan(reference, params, timed.flush_bytes, job.device)
 
-    def reference_run(label: str, run_params: TimingParams) -> reference_timing.ReferenceRun:
+    def reference_run(label: str, run_params: TimingParams) -> ReferenceRun:
         with job.timed(label):
-            return reference_timing.run(reference, rotation, run_params, flush_bytes)
+            try:
+                return in_child.run(run_params)
+            except StageFailed as failed:
+                raise _grader_failed(failed) from None
 
     job.report(Stage.TIMING, "timing the reference", 0, 3)
     before = reference_run("timing:reference", how.params(params))
@@ -139,7 +163,7 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
         return reference_run("timing:reference_full", params).raw
 
     reported = reference_timing.concluded(how, reference, params, before.raw, after.raw, full_again)
-    method = timing.method_record(params, flush_bytes, job.device, candidate.reported.l2.status,
+    method = timing.method_record(params, timed.flush_bytes, job.device, candidate.reported.l2.status,
                                   f"reference: {before.raw.hold}; candidate: {candidate.reported.hold}")
     record.method = dataclasses.replace(method, reference_placement=reported.placement)
     record.reference_timing = reported.stats
