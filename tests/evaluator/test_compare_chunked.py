@@ -58,6 +58,12 @@ def _cases() -> Iterator[tuple[str, list[torch.Tensor], Expected, PrecisionPolic
     yield "any_value_where_nan", [out], Expected([with_nan], [with_nan.double()]), FP32
     yield "two_outputs", [a @ b, x * 2], Expected([a @ b, x * 2], [a.double() @ b.double(), x.double() * 2]), FP32
     yield "transposed", [(a @ b).t()], Expected([(a @ b).t()], [(a.double() @ b.double()).t()]), FP32
+    # Mostly zeros after a clamp, a few values just below it: the floor of PyTorch's own worst element decides.
+    below = torch.cat([0.3 + 0.1 * torch.rand(5000, generator=g, dtype=torch.float64),
+                       -0.5 - 2e-4 * torch.rand(8, generator=g, dtype=torch.float64)])
+    clamped = lambda t: torch.minimum(t + 0.5, torch.zeros((), dtype=t.dtype))  # noqa: E731
+    two_ulps = torch.nextafter(torch.nextafter(below.float(), torch.tensor(-1.0)), torch.tensor(-1.0))
+    yield "clamped_two_ulps", [clamped(two_ulps)], Expected([clamped(below.float())], [clamped(below)]), FP32
 
 
 CASES = list(_cases())

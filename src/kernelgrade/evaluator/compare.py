@@ -199,7 +199,10 @@ class _OracleCheck:
 
     def __init__(self, elements: Elements, policy: PrecisionPolicy, where: str, errors: dict[str, float]) -> None:
         self.elements, self.policy, self.where = elements, policy, where
-        self.vs_oracle, self.ref_vs_oracle = elements.oracle_errors()
+        errors_vs_oracle = elements.oracle_errors()
+        self.vs_oracle, self.ref_vs_oracle = errors_vs_oracle.out, errors_vs_oracle.reference
+        # No element is held closer to float64 than oracle_ratio x PyTorch's own worst element.
+        self.element_floor = policy.oracle_ratio * errors_vs_oracle.reference_worst
         self.errors = {**errors, "rel_error_vs_oracle": self.vs_oracle,
                        "reference_error_vs_oracle": self.ref_vs_oracle}
 
@@ -225,10 +228,10 @@ class _OracleCheck:
 
     def _within(self, limit: float) -> bool:
         return (math.isfinite(self.vs_oracle) and self.vs_oracle <= limit
-                and not self.elements.exceeds(self.policy.elementwise_factor * limit))
+                and not self.elements.exceeds(self.policy.elementwise_factor * limit, self.element_floor))
 
     def _failure(self, limit: float, tf32_error: float | None, view: _OracleView) -> Comparison:
-        worst = self.elements.over(self.policy.elementwise_factor * limit)
+        worst = self.elements.over(self.policy.elementwise_factor * limit, self.element_floor)
         where, count, at = self.where, worst.count, _position(worst.index, self.elements.shape)
         allowed = "fp32 rounding" if self.policy.kind is PrecisionKind.FP32 else "the tf32 policy"
         got = self.elements.values_at(worst.index)

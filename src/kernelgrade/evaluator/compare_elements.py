@@ -33,6 +33,16 @@ class Worst:
 
 
 @dataclass(frozen=True)
+class OracleErrors:
+    """The output's and the reference's relative Frobenius errors against the oracle, and the reference's
+    largest elementwise error |ref - oracle| (PyTorch's own worst element)."""
+
+    out: float
+    reference: float
+    reference_worst: float
+
+
+@dataclass(frozen=True)
 class Values:
     """One element of the candidate, the reference and the oracle (0.0 where there is none)."""
 
@@ -48,9 +58,9 @@ class Elements(Protocol):
     def nonfinite(self) -> int: ...
     def errors_vs_reference(self) -> dict[str, float]: ...
     def tolerance_over(self, atol: float, rtol: float) -> Worst | None: ...
-    def oracle_errors(self) -> tuple[float, float]: ...
-    def exceeds(self, factor: float) -> bool: ...
-    def over(self, factor: float) -> Worst: ...
+    def oracle_errors(self) -> OracleErrors: ...
+    def exceeds(self, factor: float, floor: float) -> bool: ...
+    def over(self, factor: float, floor: float) -> Worst: ...
     def values_at(self, index: int) -> Values: ...
     def emulated_vs_oracle(self, emulated: torch.Tensor) -> float: ...
     def out_vs(self, emulated: torch.Tensor) -> float: ...
@@ -124,15 +134,16 @@ class WholeElements:
             return None
         return Worst(int(mismatched.sum()), int(torch.argmax(diff - rtol * self.r.abs())))
 
-    def oracle_errors(self) -> tuple[float, float]:
+    def oracle_errors(self) -> OracleErrors:
         oracle = self._needs_oracle()
-        return relative_frobenius(self.o, oracle), relative_frobenius(self.r, oracle)
+        worst = float((self.r - oracle).abs().max()) if self.numel else 0.0
+        return OracleErrors(relative_frobenius(self.o, oracle), relative_frobenius(self.r, oracle), worst)
 
-    def exceeds(self, factor: float) -> bool:
-        return bool((self.diff > self.bound(factor)).any())
+    def exceeds(self, factor: float, floor: float) -> bool:
+        return bool((self.diff > self.bound(factor, floor)).any())
 
-    def over(self, factor: float) -> Worst:
-        bound = self.bound(factor)
+    def over(self, factor: float, floor: float) -> Worst:
+        bound = self.bound(factor, floor)
         worst = int(torch.argmax(self.diff / bound.clamp_min(_TINY)))
         return Worst(int((self.diff > bound).sum()), worst, float(bound.reshape(-1)[worst]))
 
@@ -146,14 +157,16 @@ class WholeElements:
     def out_vs(self, emulated: torch.Tensor) -> float:
         return relative_frobenius(self.o, emulated.double())
 
-    def bound(self, factor: float) -> torch.Tensor:
-        """The elementwise bound: `factor` x (|oracle| + the output's RMS). The RMS term is the bound's
-        absolute part: outputs near zero in a large sum carry the rounding error of the sum's terms, which
-        scales with the output's typical size, not with their own."""
+    def bound(self, factor: float, floor: float) -> torch.Tensor:
+        """The elementwise bound: `factor` x (|oracle| + the output's RMS), and never below `floor`. The RMS
+        term is the bound's absolute part: outputs near zero in a large sum carry the rounding error of the
+        sum's terms, which scales with the output's typical size, not with their own. `floor` covers what the
+        RMS misses: a nonlinearity after the sum (a clamp, a GELU of mostly negative values) can leave an
+        output of mostly zeros, with a tiny RMS, whose few values near zero still carry the sum's error."""
         if self._scale is None:
             oracle = self._needs_oracle()
             self._scale = oracle.abs().add(self._rms if self._rms is not None else _rms(oracle))
-        return self._scale * factor
+        return (self._scale * factor).clamp_min(floor)
 
     @property
     def diff(self) -> torch.Tensor:
@@ -214,30 +227,32 @@ class ChunkedElements:
         worst = self._worst(key)
         return worst if worst.count else None
 
-    def oracle_errors(self) -> tuple[float, float]:
-        out_sq = ref_sq = oracle_sq = 0.0
+    def oracle_errors(self) -> OracleErrors:
+        out_sq = ref_sq = oracle_sq = worst = 0.0
         for _, part, _ in self._chunks():
             oracle = part._needs_oracle()
             out_sq += _sq(part.o - oracle)
             ref_sq += _sq(part.r - oracle)
             oracle_sq += _sq(oracle)
+            worst = max(worst, float((part.r - oracle).abs().max()))
         self._rms = math.sqrt(oracle_sq) / math.sqrt(self.numel) if self.numel else 0.0
-        return _ratio_of_sums(out_sq, oracle_sq), _ratio_of_sums(ref_sq, oracle_sq)
+        return OracleErrors(_ratio_of_sums(out_sq, oracle_sq), _ratio_of_sums(ref_sq, oracle_sq), worst)
 
-    def exceeds(self, factor: float) -> bool:
+    def exceeds(self, factor: float, floor: float) -> bool:
         self._needs_rms()
-        return any(part.exceeds(factor) for _, part, _ in self._chunks())
+        return any(part.exceeds(factor, floor) for _, part, _ in self._chunks())
 
-    def over(self, factor: float) -> Worst:
+    def over(self, factor: float, floor: float) -> Worst:
         self._needs_rms()
 
         def key(part: WholeElements) -> tuple[torch.Tensor, torch.Tensor]:
-            bound = part.bound(factor)
+            bound = part.bound(factor, floor)
             return part.diff > bound, part.diff / bound.clamp_min(_TINY)
 
         worst = self._worst(key)
         start = worst.index - worst.index % self.plan.elements
-        return Worst(worst.count, worst.index, float(self._part(start).bound(factor)[worst.index - start]))
+        bound = self._part(start).bound(factor, floor)[worst.index - start]
+        return Worst(worst.count, worst.index, float(bound))
 
     def values_at(self, index: int) -> Values:
         # Moved together: the output may be held on the host while its reference is on the device.

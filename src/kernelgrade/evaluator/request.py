@@ -62,7 +62,8 @@ class PrecisionPolicy:
     # 16 fp32 units in the last place: a reference that is exact (relu, max, a copy) has no error of its own,
     # and a kernel may still round a step or two differently.
     oracle_floor: float = 2.0**-20
-    # Every element within elementwise_factor x the limit of (|float64 value| + the output's RMS).
+    # Every element within elementwise_factor x the limit of (|float64 value| + the output's RMS), or within
+    # oracle_ratio x the reference's own largest elementwise error, whichever is larger.
     elementwise_factor: float = 8.0
     # tf32: the relative Frobenius error against the oracle may be at most this.
     tf32_limit: float = 1e-3
@@ -72,11 +73,13 @@ class PrecisionPolicy:
             return (
                 f"fp32: error against float64 <= max({self.oracle_ratio:g} x PyTorch's fp32 error,"
                 f" 1/{self.tf32_margin:g} of TF32-rounded inputs' error), each element within"
-                f" {self.elementwise_factor:g} x that of |value| + RMS"
+                f" {self.elementwise_factor:g} x that of |value| + RMS or {self.oracle_ratio:g} x PyTorch's worst"
+                " element's error"
             )
         if self.kind is PrecisionKind.TF32:
             return (f"tf32: error against float64 <= max({self.tf32_limit:g}, {self.oracle_ratio:g} x PyTorch's"
-                    f" fp32 error), each element within {self.elementwise_factor:g} x that of |value| + RMS")
+                    f" fp32 error), each element within {self.elementwise_factor:g} x that of |value| + RMS or"
+                    f" {self.oracle_ratio:g} x PyTorch's worst element's error")
         return f"tolerance: atol={self.atol:g} rtol={self.rtol:g}"
 
 
