@@ -136,7 +136,19 @@ class LaterPhases:
         return self.replies[min(self.calls, len(self.replies)) - 1]
 
 
-def confirm(first: TimedReply, *later: TimedReply, make_request: RequestFactory) -> tuple[TimedReply, set[str], int]:
+class LoopAgain:
+    """Stands in for the reference's child: the reference's loop timed again, under the load `gap_ms` stands for."""
+
+    def __init__(self, gap_ms: float) -> None:
+        self.gap_ms, self.calls = gap_ms, 0
+
+    def __call__(self, loop: ReferenceLoop) -> ReferenceLoop:
+        self.calls += 1
+        return ReferenceLoop(self.gap_ms, loop.overhead_per_rep_ms, loop.flush_ms)
+
+
+def confirm(first: TimedReply, *later: TimedReply, make_request: RequestFactory,
+            again: LoopAgain | None = None) -> tuple[TimedReply, set[str], int]:
     problem = find_builtin("add_relu")
     assert problem is not None
     request = make_request(problem.spec(), "unused")
@@ -145,7 +157,7 @@ def confirm(first: TimedReply, *later: TimedReply, make_request: RequestFactory)
     record = Record()
     session = LaterPhases(*later)
     try:
-        kept = confirmed(job, record, session, first, LOOP)  # type: ignore[arg-type]
+        kept = confirmed(job, record, session, first, LOOP, again or LoopAgain(LOOP.wall_gap_ms))  # type: ignore[arg-type]
     finally:
         job.cleanup()
     return kept, {f.code for f in record.findings}, session.calls
@@ -179,3 +191,20 @@ def test_other_findings_of_the_first_phase_stand(make_request: RequestFactory) -
 def test_a_consistent_phase_is_not_repeated(make_request: RequestFactory) -> None:
     kept, _, calls = confirm(HONEST, STALLED, make_request=make_request)
     assert calls == 0 and kept is HONEST
+
+
+# 2 ms of device time a rep, 1.4 ms more of wall time: past the reference's gap by more than 20 % of the wall.
+GAPPED = timed(2.0, 3.4, 40, 40 * (3.4 + 0.3) + 5)
+LOADED_REFERENCE = 1.5  # the reference's own gap, timed again under the same load
+
+
+def test_a_gap_the_reference_shows_too_when_timed_again_is_not_flagged(make_request: RequestFactory) -> None:
+    again = LoopAgain(LOADED_REFERENCE)
+    kept, found, calls = confirm(GAPPED, GAPPED, make_request=make_request, again=again)
+    assert (calls, again.calls, found) == (1, 1, set()) and kept is GAPPED
+
+
+def test_a_gap_the_reference_does_not_show_is_flagged_after_every_phase(make_request: RequestFactory) -> None:
+    again = LoopAgain(LOOP.wall_gap_ms)
+    _, found, calls = confirm(GAPPED, GAPPED, make_request=make_request, again=again)
+    assert calls == again.calls == CONFIRM_PHASES and found == {"work_outside_timed_stream"}
