@@ -144,7 +144,7 @@ class Service:
                     raise RuntimeError(f"no verdict for submission {submission_id} in {timeout_s:.0f} s")
                 time.sleep(POLL_S)
             done[submission_id] = body
-            print(f"#   {len(done)}/{len(ids)} {body['evaluation']['verdict']}", flush=True)
+            print(f"#   {len(done)}/{len(ids)} {_progress(body)}", flush=True)
         return done
 
     def _ok(self, response: httpx.Response) -> Any:
@@ -180,6 +180,17 @@ def graded(submission: Submission, body: dict[str, Any]) -> Graded:
                   wall_s=float(result["wall_s"]) if result.get("wall_s") else None,
                   speedup=float(evaluation["speedup"]) if evaluation.get("speedup") else None,
                   checks=_checks(evaluation, result), why=_why(evaluation, failure))
+
+
+def _progress(body: dict[str, Any]) -> str:
+    """A verdict as it comes in; a flagged or errored one with its submission and why, which a pass that is
+    not reported (the build pass) would otherwise lose."""
+    evaluation = body["evaluation"]
+    verdict = str(evaluation["verdict"])
+    if verdict not in ("flagged", "error"):
+        return verdict
+    why = _why(evaluation, evaluation.get("failure") or {})
+    return f"{verdict} (submission {body['id']}, {body.get('model')}): {why}"
 
 
 def _why(evaluation: dict[str, Any], failure: dict[str, Any]) -> str:
