@@ -74,6 +74,23 @@ def test_spare_children_are_started_ahead_and_never_handed_out_twice(tmp_path: P
         children.close()
 
 
+def test_a_child_taken_for_a_measurement_is_replaced_only_when_asked(tmp_path: Path) -> None:
+    # The reference's child is taken just before the quiet lock, which a spare's start holds: replaced at once,
+    # the measurement would wait for that start.
+    children = RunChildren(SubprocessLauncher(), tmp_path / "work", spares=1)
+    try:
+        children.take(CPU).close()
+        _wait_ready(children, CPU)
+        taken = children.take(CPU, refill=False)
+        time.sleep(0.5)
+        assert children.ready(CPU) == 0 and not children._starting.get(CPU)
+        children.refill(CPU)
+        _wait_ready(children, CPU)
+        taken.close()
+    finally:
+        children.close()
+
+
 def test_a_spare_that_died_while_waiting_is_not_handed_out(tmp_path: Path) -> None:
     children = RunChildren(SubprocessLauncher(), tmp_path / "work", spares=1)
     try:

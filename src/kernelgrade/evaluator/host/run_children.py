@@ -70,11 +70,14 @@ class RunChildren:
         self._requests: queue.Queue[ChildKind | None] = queue.Queue()
         self._starters: list[threading.Thread] = []
 
-    def take(self, kind: ChildKind) -> RunSession:
+    def take(self, kind: ChildKind, refill: bool = True) -> RunSession:
         """A warm child of this kind (waiting for one that is starting), started now if none is coming.
+        `refill`: start a spare in its place now; without it, the caller calls `refill` later (a child taken
+        just before a measurement: the spare's start would hold the measurement's quiet lock).
         Raises StageFailed if one started now cannot warm up (the sandbox or torch is broken)."""
         session = self._pop_live(kind)
-        self._refill(kind)
+        if refill:
+            self.refill(kind)
         if session is None:
             return self._start(kind)
         if self.spare_cpus:
@@ -145,7 +148,8 @@ class RunChildren:
                 return self._start(kind)
         return self._start(kind, before_device=self._quiet)
 
-    def _refill(self, kind: ChildKind) -> None:
+    def refill(self, kind: ChildKind) -> None:
+        """Spares of `kind` started until `spares` are ready or starting."""
         with self._lock:
             missing = self.spares - len(self._ready.get(kind, [])) - self._starting.get(kind, 0)
             if self._closed or missing <= 0:

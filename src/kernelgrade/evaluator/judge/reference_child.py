@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,17 +69,21 @@ class ReferenceChild:
     """A run child holding the reference and the timing input sets; `run` times it once, as the child times a
     candidate. Close it (or use it as a context manager): it is discarded, never handed to a submission."""
 
-    def __init__(self, session: RunSession, sets: Sequence[Path], flush_bytes: int, limits: Limits) -> None:
+    def __init__(self, session: RunSession, sets: Sequence[Path], flush_bytes: int, limits: Limits,
+                 refill: Callable[[], None]) -> None:
         self.session, self.sets, self.flush_bytes, self.limits = session, list(sets), flush_bytes, limits
         self._read = sum(tensorfile.size(path) for path in self.sets)
+        self._refill = refill
 
     @classmethod
     def loaded(cls, children: RunChildren, kind: ChildKind, reference: Reference, sets: Sequence[Path | list[Any]],
                seed: int, flush_bytes: int, limits: Limits) -> ReferenceChild:
         """A child of `kind` (a warm spare where one waits) with the reference loaded under the weight seed `seed`.
         `sets`: the timing input sets, as files (linked into the child's own dir) or as values (written there).
+        The spare taken is replaced once this is closed, after the measurement: a spare's start holds the quiet
+        lock the measurement takes, so replacing it at once would make the measurement wait for a start.
         Raises StageFailed where the child cannot start or load it."""
-        session = children.take(kind)
+        session = children.take(kind, refill=False)
         try:
             files = [_placed(session.work_dir, k, s) for k, s in enumerate(sets)]
             module, init_inputs = session.work_dir / MODULE, session.work_dir / "reference_init_inputs.kgt"
@@ -88,8 +92,9 @@ class ReferenceChild:
             session.load(module, init_inputs, seed, kind.device, (), limits.load_s)
         except BaseException:
             discard(session)
+            children.refill(kind)
             raise
-        return cls(session, files, flush_bytes, limits)
+        return cls(session, files, flush_bytes, limits, lambda: children.refill(kind))
 
     def run(self, params: TimingParams) -> ReferenceRun:
         """Warm up, then one timed phase under `params`."""
@@ -98,6 +103,7 @@ class ReferenceChild:
 
     def close(self) -> None:
         discard(self.session)
+        self._refill()
 
     def __enter__(self) -> ReferenceChild:
         return self
