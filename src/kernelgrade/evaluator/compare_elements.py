@@ -136,7 +136,7 @@ class WholeElements:
 
     def oracle_errors(self) -> OracleErrors:
         oracle = self._needs_oracle()
-        worst = float((self.r - oracle).abs().max()) if self.numel else 0.0
+        worst = float((self.r - oracle).abs_().max()) if self.numel else 0.0
         return OracleErrors(relative_frobenius(self.o, oracle), relative_frobenius(self.r, oracle), worst)
 
     def exceeds(self, factor: float, floor: float) -> bool:
@@ -234,7 +234,7 @@ class ChunkedElements:
             out_sq += _sq(part.o - oracle)
             ref_sq += _sq(part.r - oracle)
             oracle_sq += _sq(oracle)
-            worst = max(worst, float((part.r - oracle).abs().max()))
+            worst = max(worst, float((part.r - oracle).abs_().max()))
         self._rms = math.sqrt(oracle_sq) / math.sqrt(self.numel) if self.numel else 0.0
         return OracleErrors(_ratio_of_sums(out_sq, oracle_sq), _ratio_of_sums(ref_sq, oracle_sq), worst)
 
