@@ -68,7 +68,12 @@ class Elements(Protocol):
 
 def relative_frobenius(a: torch.Tensor, b: torch.Tensor) -> float:
     """||a - b|| / ||b||, with ||b|| = 0 handled as an absolute error."""
-    num = float(torch.linalg.vector_norm((a - b).double()))
+    return _relative((a - b).double(), b)
+
+
+def _relative(diff: torch.Tensor, b: torch.Tensor) -> float:
+    """||diff|| / ||b||, for a difference already taken."""
+    num = float(torch.linalg.vector_norm(diff))
     den = float(torch.linalg.vector_norm(b.double()))
     return num / den if den > 0 else num
 
@@ -136,8 +141,10 @@ class WholeElements:
 
     def oracle_errors(self) -> OracleErrors:
         oracle = self._needs_oracle()
-        worst = float((self.r - oracle).abs_().max()) if self.numel else 0.0
-        return OracleErrors(relative_frobenius(self.o, oracle), relative_frobenius(self.r, oracle), worst)
+        ref_diff = self.r - oracle  # one float64 temporary for both of the reference's errors
+        reference = _relative(ref_diff, oracle)
+        worst = float(ref_diff.abs_().max()) if self.numel else 0.0
+        return OracleErrors(relative_frobenius(self.o, oracle), reference, worst)
 
     def exceeds(self, factor: float, floor: float) -> bool:
         return bool((self.diff > self.bound(factor, floor)).any())
@@ -232,9 +239,10 @@ class ChunkedElements:
         for _, part, _ in self._chunks():
             oracle = part._needs_oracle()
             out_sq += _sq(part.o - oracle)
-            ref_sq += _sq(part.r - oracle)
+            ref_diff = part.r - oracle
+            ref_sq += _sq(ref_diff)
             oracle_sq += _sq(oracle)
-            worst = max(worst, float((part.r - oracle).abs_().max()))
+            worst = max(worst, float(ref_diff.abs_().max()))
         self._rms = math.sqrt(oracle_sq) / math.sqrt(self.numel) if self.numel else 0.0
         return OracleErrors(_ratio_of_sums(out_sq, oracle_sq), _ratio_of_sums(ref_sq, oracle_sq), worst)
 

@@ -10,6 +10,7 @@ timed phase. The judge's process only reads the replies."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import statistics
@@ -83,7 +84,7 @@ class ReferenceChild:
         The spare taken is replaced once this is closed, after the measurement: a spare's start holds the quiet
         lock the measurement takes, so replacing it at once would make the measurement wait for a start.
         Raises StageFailed where the child cannot start or load it."""
-        session = children.take(kind, refill=False)
+        session, refill = children.take(kind, refill=False), functools.partial(children.refill, kind)
         try:
             files = [_placed(session.work_dir, k, s) for k, s in enumerate(sets)]
             module, init_inputs = session.work_dir / MODULE, session.work_dir / "reference_init_inputs.kgt"
@@ -92,9 +93,9 @@ class ReferenceChild:
             session.load(module, init_inputs, seed, kind.device, (), limits.load_s)
         except BaseException:
             discard(session)
-            children.refill(kind)
+            refill()
             raise
-        return cls(session, files, flush_bytes, limits, lambda: children.refill(kind))
+        return cls(session, files, flush_bytes, limits, refill)
 
     def run(self, params: TimingParams) -> ReferenceRun:
         """Warm up, then one timed phase under `params`."""

@@ -6,6 +6,7 @@ cross-checks of the child's timed phase, the re-check of timed outputs, the roof
 from __future__ import annotations
 
 import dataclasses
+import functools
 import statistics
 import threading
 from collections.abc import Callable, Iterator
@@ -152,9 +153,7 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
     params = job.timing_params
     how = reference_timing.plan(reference, params, timed.flush_bytes, job.device)
 
-    def reference_run(label: str, run_params: TimingParams) -> ReferenceRun:
-        return _reference_run(job, in_child, label, run_params)
-
+    reference_run = functools.partial(_reference_run, job, in_child)
     job.report(Stage.TIMING, "timing the reference", 0, 3)
     before = reference_run("timing:reference", how.params(params))
     candidate = _time_candidate(job, record, session, timed, settle_s(statistics.median(before.raw.wall_ms) / 1e3))
