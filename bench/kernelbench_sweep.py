@@ -178,7 +178,10 @@ def _why(out: SubmissionOut, result: dict[str, Any]) -> str:
     assert evaluation is not None
     if evaluation.failure is not None:
         detail = [line.strip() for line in evaluation.failure.detail.splitlines() if line.strip()]
-        return f"{evaluation.failure.message} | {detail[-1] if detail else ''}"[:600]
+        # The innermost frame too: an out-of-memory's message does not say which process or call ran out.
+        frames = [line for line in detail if line.startswith("File ")]
+        where = f" | at {frames[-1]}" if frames else ""
+        return f"{evaluation.failure.message} | {detail[-1][:400] if detail else ''}{where}"[:900]
     speedup = evaluation.speedup
     if speedup is None or STEADY[0] <= speedup <= STEADY[1]:
         return ""
@@ -187,7 +190,8 @@ def _why(out: SubmissionOut, result: dict[str, Any]) -> str:
     method = result.get("method") or {}
     return "; ".join([*(f"{name} {t.get('median_ms', 0):.4f} ms median, host {t.get('host_median_ms') or 0:.4f} ms,"
                         f" {t.get('host_bound_reps', 0)}/{t.get('n', 0)} reps host-bound, {t.get('stop_reason', '')}"
-                        for name, t in sides), str(method.get("reference_placement", ""))[:200]])
+                        for name, t in sides), f"stream hold: {method.get('stream_hold', '')}"[:200],
+                      str(method.get("reference_placement", ""))[:200]])
 
 
 def _int(value: object) -> int | None:

@@ -24,7 +24,14 @@ from kernelgrade.evaluator.integrity.proctree import count_tree
 from kernelgrade.evaluator.integrity.tensor_checks import active_modes, fingerprint, inert, why_not_plain
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.wire import tensorfile
-from kernelgrade.evaluator.wire.protocol import CallRequest, Op, ReadyRequest
+from kernelgrade.evaluator.wire.protocol import (
+    CallRequest,
+    Op,
+    ReadyRequest,
+    TimedOutputsRequest,
+    TimeRequest,
+    WarmupRequest,
+)
 
 FEW_REPS = TimingParams(warmup_calls=1, warmup_ms=0.0, min_reps=5, max_reps=5, input_sets=2, flush_bytes=1 << 20)
 
@@ -205,3 +212,51 @@ def test_the_child_hands_its_cache_back_after_a_call_but_not_before_timed_reps(
     harness.handle(ReadyRequest())
     assert handed_back == [torch.device("cpu")]
     assert Op.WARMUP not in run_child.HANDS_BACK_CACHE and {Op.CALL, Op.TIME} <= run_child.HANDS_BACK_CACHE
+
+
+def test_a_keeper_that_retains_nothing_still_fingerprints_every_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference's child keeps no timed outputs (nothing re-checks them) but pays the same per-rep cost."""
+    fingerprinted: list[int] = []
+    real = timing.fingerprints
+    monkeypatch.setattr(timing, "fingerprints", lambda outs: fingerprinted.append(len(outs)) or real(outs))
+    keeper = timing.OutputKeeper(sampled=2, retain=False)
+    for rep in range(6):
+        keeper.keep(rep, (rep % 2, 1), torch.full((4,), float(rep)))
+    assert keeper.kept() == [] and fingerprinted == [1] * 6
+
+
+def _timed_harness(tmp_path: Path) -> tuple[run_child.Harness, WarmupRequest]:
+    harness = run_child.Harness()
+    harness.model = lambda a: a * 2
+    paths = [tmp_path / f"set_{k}.kgt" for k in range(2)]
+    for path in paths:
+        tensorfile.save(path, [torch.randn(64)])
+    return harness, WarmupRequest(tuple(paths), FEW_REPS, FEW_REPS.flush_bytes)
+
+
+def test_a_phase_timed_without_keeping_outputs_leaves_none_to_re_check(tmp_path: Path) -> None:
+    harness, warmup = _timed_harness(tmp_path)
+    harness.warmup(warmup)
+    harness.time(TimeRequest(FEW_REPS, keep_outputs=False))
+    assert harness.timed_outputs(TimedOutputsRequest(tmp_path)).kept == 0
+    harness.time(TimeRequest(FEW_REPS))
+    assert harness.timed_outputs(TimedOutputsRequest(tmp_path)).kept >= 2
+
+
+def test_a_second_warm_up_lets_go_of_the_first_phases_sets_before_reading_them_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference's child is warmed up before and after the candidate: holding the first phase's sets and
+    kept outputs through the second read doubled its memory on KernelBench's largest problems."""
+    harness, warmup = _timed_harness(tmp_path)
+    held_while_reading: list[bool] = []
+    real = run_child.Harness._inputs
+
+    def spy(self: run_child.Harness, path: Path) -> list[Any]:
+        held_while_reading.append(self.rotation is not None or self.keeper is not None)
+        return real(self, path)
+
+    monkeypatch.setattr(run_child.Harness, "_inputs", spy)
+    harness.warmup(warmup)
+    harness.time(TimeRequest(FEW_REPS))
+    harness.warmup(warmup)
+    assert held_while_reading == [False] * 4

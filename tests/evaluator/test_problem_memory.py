@@ -6,6 +6,7 @@ import pytest
 
 from kernelgrade.evaluator.compare_memory import ORACLE_BYTES_PER_ELEMENT
 from kernelgrade.evaluator.problem_memory import estimate
+from kernelgrade.evaluator.timing_room import TimingFootprint
 
 SOURCE = '''
 import torch
@@ -36,6 +37,9 @@ def test_each_part_is_counted_from_shapes_alone() -> None:
     assert need.oracle == rows * n * 8 + rows * 2 * n * 8  # integer outputs get no float64 copy
     assert need.comparison == rows * 2 * n * ORACLE_BYTES_PER_ELEMENT  # integers are compared without copies
     assert need.total == need.least + need.comparison
+    # Both run children while timing, on one input set: the candidate's keeps outputs for the re-check.
+    one_set, outputs = rows * n * 4, need.outputs // 2
+    assert need.timing == TimingFootprint(one_set, outputs).both(1) == 4 * one_set + 5 * outputs
 
 
 def test_a_reference_that_cannot_run_on_meta_raises() -> None:

@@ -68,6 +68,18 @@ def test_a_problem_shows_its_memory_and_the_device_classes_it_cannot_fit(api: ht
     assert fits["cuda-h100"] is False and fits["cuda-h200"] is True
     page = api.get("/problems/relu").text
     assert "cuda-h100 (78 GiB):" in page and "does not fit" in page
+    # One trial fits an H100, but the two run children's timing sets do not (KernelBench's 16 GiB pooling input).
+    timed = dataclasses.replace(huge, inputs=16 * GiB, total=50 * GiB, least=49 * GiB, timing=65 * GiB)
+    with database.session() as session:
+        set_input_shapes(session, problem.id, ("float32[1]",), timed)
+    memory = api.get("/v1/problems/relu").json()["memory"]
+    fits = {d["device_class"]: d["fits"] for d in memory["devices"]}
+    assert memory["timing_bytes"] == 65 * GiB and fits["cuda-h100"] is True and fits["cuda-l4"] is False
+    timed = dataclasses.replace(timed, timing=80 * GiB)
+    with database.session() as session:
+        set_input_shapes(session, problem.id, ("float32[1]",), timed)
+    fits = {d["device_class"]: d["fits"] for d in api.get("/v1/problems/relu").json()["memory"]["devices"]}
+    assert fits["cuda-h100"] is False and fits["cuda-h200"] is True
 
 
 def test_the_catalogue_checks_problems_against_the_cards_judges_reported(api: httpx.Client,

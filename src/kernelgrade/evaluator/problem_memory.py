@@ -3,7 +3,8 @@ on torch's `meta` device, which gives every tensor's shape and dtype without mem
 
 The figure counts what the judge holds for one trial: the inputs, the reference's weights (fp32 and the
 float64 copy the oracle runs), the reference's and the candidate's outputs, the float64 oracle (its inputs
-and outputs), and the comparison's temporaries. A model's intermediate activations are not counted: they
+and outputs), and the comparison's temporaries; beside it, what the two run children hold while the candidate
+is timed. A model's intermediate activations are not counted: they
 come and go inside forward() and depend on its kernels, so the figure is a lower bound of the peak.
 """
 
@@ -18,6 +19,7 @@ import torch
 from kernelgrade.evaluator.compare import flatten_outputs
 from kernelgrade.evaluator.compare_memory import FLOAT64, bytes_per_element
 from kernelgrade.evaluator.source_module import load_problem_module
+from kernelgrade.evaluator.timing_room import TimingFootprint
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,9 @@ class ProblemMemory:
     oracle: int  # float64 inputs and outputs of the oracle
     comparison: int  # the comparison's temporaries when it runs unchunked
     expected: int = 0  # what the judge expects of one trial: the reference's outputs and their float64 oracle
+    # What the candidate's and the reference's run children hold together while timing, on one input set
+    # (timing_room.py): the judge then keeps little, but both children must fit beside it.
+    timing: int = 0
 
     @property
     def total(self) -> int:
@@ -52,7 +57,8 @@ def estimate(source: str, name: str) -> ProblemMemory:
     return ProblemMemory(inputs=_bytes(_tensors(inputs)), weights=_bytes(weights) + float64_bytes(weights),
                          outputs=2 * _bytes(outputs), oracle=float64_bytes(_tensors(inputs)) + float64_bytes(outputs),
                          comparison=sum(o.numel() * _comparison_per_element(o) for o in outputs),
-                         expected=_bytes(outputs) + float64_bytes(outputs))
+                         expected=_bytes(outputs) + float64_bytes(outputs),
+                         timing=TimingFootprint(_bytes(_tensors(inputs)), _bytes(outputs)).both(1))
 
 
 def _tensors(values: Iterable[Any]) -> list[torch.Tensor]:

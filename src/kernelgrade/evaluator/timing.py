@@ -194,15 +194,21 @@ class OutputKeeper:
     """Fingerprints every timed output and keeps the last one of each input set plus a random sample.
     The judge's reference loop uses one too, so both sides pay the same per-rep cost."""
 
-    def __init__(self, sampled: int = SAMPLED_OUTPUTS) -> None:
+    def __init__(self, sampled: int = SAMPLED_OUTPUTS, retain: bool = True) -> None:
+        """`retain=False`: every output is fingerprinted, at the same per-rep cost, and none is kept (the
+        reference's child, whose outputs nothing re-checks: on a problem with 7 GiB outputs, keeping them took
+        35 GiB of the device beside the candidate's child)."""
         self._last: dict[int, KeptOutput] = {}
         self._sample: list[KeptOutput] = []
         self._capacity = sampled
         self._seen = 0
+        self._retain = retain
 
     def keep(self, rep: int, tag: Tag, out: Any) -> None:
         outputs = flatten_outputs(out)
         entry = KeptOutput(tag, rep, outputs, fingerprints(outputs))
+        if not self._retain:
+            return
         self._last[tag[0]] = entry
         self._seen += 1
         if len(self._sample) < self._capacity:

@@ -231,7 +231,7 @@ class ProblemSummaryOut(BaseModel):
 class DeviceFitOut(BaseModel):
     device_class: str
     memory_bytes: int
-    fits: bool  # least_bytes fits the device class's memory
+    fits: bool  # least_bytes, and timing_bytes, each fit the device class's memory
 
 
 class ProblemMemoryOut(BaseModel):
@@ -245,6 +245,9 @@ class ProblemMemoryOut(BaseModel):
     outputs_bytes: int  # the reference's and the candidate's
     oracle_bytes: int  # float64 inputs and outputs
     comparison_bytes: int
+    # The candidate's and the reference's run children together while timing, on one input set; 0 where
+    # the estimate predates it.
+    timing_bytes: int
     devices: list[DeviceFitOut]  # empty for CPU problems
 
 

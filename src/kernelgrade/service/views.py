@@ -97,8 +97,8 @@ def problem_memory(problem: ProblemRecord, device_memory: Mapping[str, int]) -> 
     if need is None:
         return None
     devices = [] if problem.device_kind != "cuda" else [
-        DeviceFitOut(device_class=name, memory_bytes=size, fits=need.least <= size)
+        DeviceFitOut(device_class=name, memory_bytes=size, fits=need.fits(size))
         for name, size in sorted(with_reported(device_memory).items())]
     return ProblemMemoryOut(bytes=need.total, least_bytes=need.least, inputs_bytes=need.inputs,
                             weights_bytes=need.weights, outputs_bytes=need.outputs, oracle_bytes=need.oracle,
-                            comparison_bytes=need.comparison, devices=devices)
+                            comparison_bytes=need.comparison, timing_bytes=need.timing, devices=devices)

@@ -34,7 +34,9 @@ class Role(StrEnum):
 @dataclass(frozen=True)
 class ProblemMemoryNeed:
     """Bytes one trial of a problem holds on the judge's device (evaluator/problem_memory.py): `least` must
-    fit at once, `total` adds the comparison's temporaries, which the judge chunks where they do not fit."""
+    fit at once, `total` adds the comparison's temporaries, which the judge chunks where they do not fit;
+    `timing`, what its two run children hold together while the candidate is timed (0: found before it was
+    counted)."""
 
     inputs: int
     weights: int
@@ -43,6 +45,10 @@ class ProblemMemoryNeed:
     comparison: int
     total: int
     least: int
+    timing: int = 0
+
+    def fits(self, device_bytes: int) -> bool:
+        return max(self.least, self.timing) <= device_bytes
 
 
 @dataclass(frozen=True)

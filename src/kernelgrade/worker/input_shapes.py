@@ -39,7 +39,7 @@ def memory_need(problem: ProblemRecord) -> ProblemMemoryNeed:
 
     found = estimate(problem.source, problem.name)
     return ProblemMemoryNeed(inputs=found.inputs, weights=found.weights, outputs=found.outputs, oracle=found.oracle,
-                             comparison=found.comparison, total=found.total, least=found.least)
+                             comparison=found.comparison, total=found.total, least=found.least, timing=found.timing)
 
 
 def fill_missing_shapes(database: Database, limit: int = 100) -> int:

@@ -308,7 +308,10 @@ class Harness:
 
     def warmup(self, request: WarmupRequest) -> WarmupReply:
         # Sets, flush buffer and L2 reset are ready before `time`, so the judge's clock around that phase
-        # covers only the reps.
+        # covers only the reps. A warm-up after an earlier phase (the reference's child runs one before and
+        # one after the candidate) lets go of that phase's sets and kept outputs before reading the sets
+        # again: held through the read, they took 49 GiB of an H200 on a problem with 7 GiB inputs.
+        self.rotation = self.flusher = self.keeper = None
         self.rotation = timing.InputRotation([self._inputs(p) for p in request.input_sets])
         self.flusher = timing.Flusher(self.device, request.flush_bytes)
         self.timing_state = self._timing_state()
@@ -355,7 +358,7 @@ class Harness:
     def time(self, request: TimeRequest) -> TimeReply:
         assert self.rotation is not None and self.flusher is not None, "warmup must come first"
         params = request.params
-        keeper = timing.OutputKeeper()
+        keeper = timing.OutputKeeper(retain=request.keep_outputs)
         raw = self._run_submission(timing.measure, self.model, self.rotation, self.device, params, self.flusher,
                                    keeper, self.holding)
         self._synchronize()

@@ -141,9 +141,10 @@ class RunSession:
         with watch().watching(self.hold_page):
             return self._request(Stage.TIMING, request, timeout).integrity
 
-    def time(self, params: TimingParams, timeout: float) -> TimedReply:
-        """Time the candidate on the input sets and flush buffer given to warmup()."""
-        request = TimeRequest(params)
+    def time(self, params: TimingParams, timeout: float, keep_outputs: bool = True) -> TimedReply:
+        """Time the candidate on the input sets and flush buffer given to warmup(); `keep_outputs`: whether the
+        child keeps a sample of the timed outputs for timed_outputs()."""
+        request = TimeRequest(params, keep_outputs)
         started = time.perf_counter()
         with watch().watching(self.hold_page):
             raw = self._exchange(Stage.TIMING, request, timeout)

@@ -100,7 +100,7 @@ class ReferenceChild:
     def run(self, params: TimingParams) -> ReferenceRun:
         """Warm up, then one timed phase under `params`."""
         self.session.warmup(self.sets, params, self.flush_bytes, Limits.moving(self.limits.timing_s, self._read))
-        return ReferenceRun.of(self.session.time(params, self.limits.timing_s))
+        return ReferenceRun.of(self.session.time(params, self.limits.timing_s, keep_outputs=False))
 
     def close(self) -> None:
         discard(self.session)

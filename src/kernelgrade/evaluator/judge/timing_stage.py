@@ -38,7 +38,8 @@ from kernelgrade.evaluator.judge.reference_child import ReferenceChild, Referenc
 from kernelgrade.evaluator.judge.settle import settle_s
 from kernelgrade.evaluator.judge.timed_outputs import recheck_timed_outputs
 from kernelgrade.evaluator.request import Limits, TimingParams
-from kernelgrade.evaluator.result import Stage
+from kernelgrade.evaluator.result import Finding, Severity, Stage
+from kernelgrade.evaluator.timing_room import TimingFootprint, sets_that_fit
 from kernelgrade.evaluator.wire import tensorfile
 from kernelgrade.evaluator.wire.replies import TimedReply
 
@@ -95,6 +96,7 @@ def time_candidate(job: Job, record: Record, session: RunSession, reference: Ref
     with job.in_stage(Stage.TIMING, "timing"):
         with job.timed("timing:inputs_wait"):
             sets, paths = inputs.result()
+        sets, paths = _in_room(job, record, reference, sets, paths)
         timed = TimingSets(tuple(paths), params.flush_bytes or timing.default_flush_bytes(job.device))
         with _reference_child(job, reference, kind, timed) as in_child, _alone_on_device(job):
             candidate, loop = _time_both(job, record, session, reference, in_child, timed)
@@ -112,6 +114,22 @@ def time_candidate(job: Job, record: Record, session: RunSession, reference: Ref
         record.note(speedup_findings(record.speedup()))
         job.report(Stage.TIMING, "timing", 3, 3)
     return timed
+
+
+def _in_room(job: Job, record: Record, reference: Reference, sets: list[list[Any]],
+             paths: list[Path]) -> tuple[list[list[Any]], list[Path]]:
+    """The first of the timing sets that both run children can hold on the device at once (timing_room.py); on
+    the CPU, all of them. The judge hands back its unused cache first, for the reference's child."""
+    if job.device.type != "cuda" or not paths:
+        return sets, paths
+    footprint = TimingFootprint(max(tensorfile.size(path) for path in paths), reference.output_bytes)
+    fit = sets_that_fit(footprint, len(paths), leave_room(job.device))
+    if fit < len(paths):
+        record.add(Finding("timing_sets_reduced", Severity.INFO,
+            f"timed on {fit} of {len(paths)} input sets: the candidate's and the reference's run children could"
+            f" not both hold {len(paths)} sets of {footprint.set_bytes / 1024**3:.1f} GiB (and their outputs) on"
+            " the device at once. Every rep still scales its set by a fresh random factor."))
+    return sets[:fit], paths[:fit]
 
 
 @contextmanager
@@ -150,7 +168,7 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
                timed: TimingSets) -> tuple[TimedReply, ReferenceLoop]:
     """Reference, candidate, reference again: each reference run a drift check against its stored distribution,
     or a full measurement (reference_timing.py)."""
-    params = job.timing_params
+    params = dataclasses.replace(job.timing_params, input_sets=len(timed.paths))
     how = reference_timing.plan(reference, params, timed.flush_bytes, job.device)
 
     reference_run = functools.partial(_reference_run, job, in_child)

@@ -123,6 +123,7 @@ class TimeRequest(Request[TimeReply]):
 
     OP = Op.TIME
     params: TimingParams
+    keep_outputs: bool = True  # whether the timed outputs are kept for a re-check (timing.OutputKeeper)
 
 
 @dataclass(frozen=True)
