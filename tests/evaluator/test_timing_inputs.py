@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -9,7 +10,7 @@ from types import SimpleNamespace
 import torch
 
 from kernelgrade.evaluator import ProblemSpec
-from kernelgrade.evaluator.host.reference import Reference
+from kernelgrade.evaluator.host.reference import Reference, save_timing_sets
 from kernelgrade.evaluator.judge.timing_stage import TimingInputs
 from kernelgrade.evaluator.request import DeviceKind
 
@@ -31,7 +32,7 @@ def get_init_inputs():
 
 
 def _inputs(tmp_path: Path) -> TimingInputs:
-    job = SimpleNamespace(work_dir=tmp_path, timing_params=SimpleNamespace(input_sets=SETS),
+    job = SimpleNamespace(work_dir=tmp_path, device=torch.device("cpu"), timing_params=SimpleNamespace(input_sets=SETS),
                           request=SimpleNamespace(trials=SimpleNamespace(seed=7)), secret="s")
     return TimingInputs(job, Reference(SLOW_INPUTS, torch.device("cpu"), 7))  # type: ignore[arg-type]
 
@@ -52,3 +53,19 @@ def test_closing_before_the_timing_stage_begins_no_further_set(tmp_path: Path) -
     waited = time.monotonic() - started
     assert waited < 2 * SET_S, f"close() waited {waited:.2f} s, as if for every set"
     assert len(list(tmp_path.glob("timing_*.kgt"))) < SETS
+
+
+def test_no_more_sets_are_written_than_the_first_ones_size_allows(tmp_path: Path) -> None:
+    """A problem whose sets two run children cannot hold on the device gets fewer written (timing_room.py)."""
+    sizes: list[int] = []
+
+    def most(set_bytes: int) -> int:
+        sizes.append(set_bytes)
+        return 2
+
+    quick = dataclasses.replace(SLOW_INPUTS, source=SLOW_INPUTS.source.replace(f"time.sleep({SET_S})", "pass"),
+                                content_hash="quick-inputs-v1")
+    reference = Reference(quick, torch.device("cpu"), 7)
+    sets, paths = save_timing_sets(reference, tmp_path, SETS, 7, "s", most=most)
+    assert len(sets) == 2 and [p.name for p in paths] == ["timing_0.kgt", "timing_1.kgt"]
+    assert sizes == [paths[0].stat().st_size] and not (tmp_path / "timing_2.kgt").exists()

@@ -342,15 +342,19 @@ def _nbytes(values: Sequence[Any]) -> int:
 
 
 def save_timing_sets(reference: Reference, work_dir: Path, count: int, seed: int, secret: str,
-                     cancelled: threading.Event | None = None) -> tuple[list[list[Any]], list[Path]]:
+                     cancelled: threading.Event | None = None,
+                     most: Callable[[int], int] | None = None) -> tuple[list[list[Any]], list[Path]]:
     """An evaluation's timing input sets (docs/timing.md), as values for the judge and as files for a child. Once
-    `cancelled` is set no further set is begun: the sets made so far are returned."""
+    `cancelled` is set no further set is begun: the sets made so far are returned. `most`: how many sets to make
+    at most, given the first one's size in bytes (more than the device could hold are not written)."""
     sets: list[list[Any]] = []
     paths: list[Path] = []
-    for k in range(count):
-        if cancelled is not None and cancelled.is_set():
-            break
+    k = 0
+    while k < count and not (cancelled is not None and cancelled.is_set()):
         sets.append(reference.make_inputs(derive_seed(seed, "timing", k, secret)))
         paths.append(work_dir / f"timing_{k}.kgt")
         tensorfile.save(paths[-1], sets[-1])
+        if k == 0 and most is not None:
+            count = max(1, min(count, most(tensorfile.size(paths[0]))))
+        k += 1
     return sets, paths

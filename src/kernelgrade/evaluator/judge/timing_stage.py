@@ -75,8 +75,10 @@ class TimingInputs:
     def __init__(self, job: Job, reference: Reference) -> None:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="timing-inputs")
         self._unwanted = threading.Event()
-        self._made = self._pool.submit(save_timing_sets, reference, job.work_dir, job.timing_params.input_sets,
-                                       job.request.trials.seed, job.secret, self._unwanted)
+        wanted = job.timing_params.input_sets
+        self._made = self._pool.submit(save_timing_sets, reference, job.work_dir, wanted, job.request.trials.seed,
+                                       job.secret, self._unwanted,
+                                       functools.partial(_sets_the_device_holds, job.device, reference, wanted))
 
     def result(self) -> tuple[list[list[Any]], list[Path]]:
         return self._made.result()
@@ -114,6 +116,15 @@ def time_candidate(job: Job, record: Record, session: RunSession, reference: Ref
         record.note(speedup_findings(record.speedup()))
         job.report(Stage.TIMING, "timing", 3, 3)
     return timed
+
+
+def _sets_the_device_holds(device: torch.device, reference: Reference, wanted: int, set_bytes: int) -> int:
+    """The most timing sets both run children could hold on the whole device: no more are written (a 16 GiB
+    set is seconds of disk). What is free when timing starts cuts them further (_in_room)."""
+    if device.type != "cuda":
+        return wanted
+    _free, total = torch.cuda.mem_get_info(device)
+    return sets_that_fit(TimingFootprint(set_bytes, reference.output_bytes), wanted, total)
 
 
 def _in_room(job: Job, record: Record, reference: Reference, sets: list[list[Any]],
