@@ -15,7 +15,6 @@ import torch
 
 from kernelgrade.evaluator import (
     EvalRequest,
-    ProblemSpec,
     SubprocessLauncher,
     TimingParams,
     TrialPlan,
@@ -30,7 +29,7 @@ from kernelgrade.evaluator.host.reference_cache import References
 from kernelgrade.evaluator.host.run_children import RunChildren
 from kernelgrade.evaluator.host.trial_store import TrialStore
 from kernelgrade.evaluator.judge import reference_timing
-from kernelgrade.evaluator.request import DeviceKind, TimingFlags
+from kernelgrade.evaluator.request import TimingFlags
 from kernelgrade.evaluator.timing import RawSamples
 from tests.evaluator.test_host_lock import held_elsewhere
 from tests.evaluator.test_warm import ADD, BATCH_NORM
@@ -108,17 +107,6 @@ def test_runs_that_disagree_store_nothing(tmp_path: Path) -> None:
     reference_timing.concluded(plan, reference, PARAMS, _run(1.0, 10), _run(1.2, 10), lambda: _run(1.2))
     kept = reference_timing.plan(reference, PARAMS, FLUSH, CPU).stored
     assert kept is not None and len(kept.device_ms) == 40  # the earlier one stands
-
-
-def test_the_runs_of_rounds_alternating_with_the_candidate_are_reported_with_the_first_two(tmp_path: Path) -> None:
-    reference = _reference(tmp_path)
-    first = reference_timing.plan(reference, PARAMS, FLUSH, CPU)
-    assert not reference_timing.runs_agree(_run(1.0), _run(1.5), PARAMS.reference_drift)
-    done = reference_timing.concluded(first, reference, PARAMS, _run(1.0), _run(1.5), _never,
-                                      [_run(1.5), _run(1.0)])
-    assert done.stats.n == 80 and done.stats.median_ms == pytest.approx(1.25, rel=0.2)
-    assert done.placement.endswith("differ); then 2 more run(s), each after one of the candidate's")
-    assert reference_timing.plan(reference, PARAMS, FLUSH, CPU).stored is None
 
 
 def test_an_old_distribution_is_measured_again(tmp_path: Path) -> None:
@@ -249,44 +237,3 @@ def test_a_cpu_problem_is_not_timed_ahead_while_the_host_builds(tmp_path: Path) 
     finally:
         warm.close()
     assert done.finished and not done.reference_timed
-
-
-# forward() takes 1 ms for a process's first CALLS_FAST calls and 4 ms after: in the reference's child, its run
-# before the candidate (a warm-up call and 5 reps) is fast and its run after it slow, as a host whose dispatch
-# slowed within the verdict makes them.
-CALLS_FAST = 6
-SLOWING = ProblemSpec("slowing", f"""
-import time
-import torch
-KERNELGRADE = {{"device": "cpu", "precision": "fp32", "suite": "cpu", "level": 1}}
-_calls = [0]
-class Model(torch.nn.Module):
-    def forward(self, x):
-        _calls[0] += 1
-        time.sleep(0.001 if _calls[0] <= {CALLS_FAST} else 0.004)
-        return x + 1
-def get_inputs():
-    return [torch.ones(64)]
-def get_init_inputs():
-    return []
-""", device=DeviceKind.CPU, content_hash="slowing-v1")
-FIVE_REPS = TimingParams(warmup_calls=1, warmup_ms=0.0, min_reps=5, max_reps=5, input_sets=1,
-                         reference_check_reps=0)
-
-
-def test_a_reference_whose_runs_disagree_is_timed_again_after_each_of_two_more_candidate_phases(
-        tmp_path: Path) -> None:
-    request = EvalRequest(problem=SLOWING, submission=SLOWING.source.replace("class Model", "class ModelNew"),
-                          cache_dir=tmp_path / "cache", work_root=tmp_path / "work",
-                          trials=TrialPlan(public_trials=1, secret_trials=1), timing=FIVE_REPS)
-    warm = _judge(tmp_path)
-    try:
-        result = evaluate(request, warm=warm)
-    finally:
-        warm.close()
-    assert result.verdict is Verdict.CORRECT, result.failure
-    assert result.reference_timing is not None and result.candidate_timing is not None and result.method
-    assert (result.reference_timing.n, result.candidate_timing.n) == (4 * 5, 3 * 5)
-    assert "then 2 more run(s), each after one of the candidate's" in result.method.reference_placement
-    labels = [label for label, _ in result.stage_seconds]
-    assert labels.count("timing:reference_round") == labels.count("timing:candidate_round") == 2

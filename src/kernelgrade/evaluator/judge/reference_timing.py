@@ -76,17 +76,13 @@ def plan(reference: Reference, params: TimingParams, flush_bytes: int, device: t
 
 
 def concluded(how: ReferencePlan, reference: Reference, params: TimingParams, before: timing.RawSamples,
-              after: timing.RawSamples, full_again: Callable[[], timing.RawSamples],
-              rounds: Sequence[timing.RawSamples] = ()) -> ReferenceTiming:
-    """The reference's reported timing from the runs before and after the candidate, and those of the rounds
-    that alternated with it after them (timing_stage.py); `full_again` times it in full, where a drift check
-    fails. A full measurement is stored when it agrees with the runs beside it."""
+              after: timing.RawSamples, full_again: Callable[[], timing.RawSamples]) -> ReferenceTiming:
+    """The reference's reported timing from the runs before and after the candidate; `full_again` times it in
+    full, where a drift check fails. A full measurement is stored when it agrees with the runs beside it."""
     tolerance = params.reference_drift
     if how.stored is None:
-        kept = _kept(reference, how, [before, after], runs_agree(before, after, tolerance))
-        alternated = f"; then {len(rounds)} more run(s), each after one of the candidate's" if rounds else ""
-        return ReferenceTiming(_stats(before, after, *rounds),
-                               f"{BESIDE}: timed in full ({how.why_full}{_said(kept)}){alternated}")
+        kept = _kept(reference, how, [before, after], _agree(before.device_ms, after.device_ms, tolerance))
+        return ReferenceTiming(_stats(before, after), f"{BESIDE}: timed in full ({how.why_full}{_said(kept)})")
     stored, reps, checked = how.stored, params.reference_check_reps, (*before.device_ms, *after.device_ms)
     drift = _drift(checked, stored.device_ms)
     if abs(drift) <= tolerance:
@@ -97,7 +93,7 @@ def concluded(how: ReferencePlan, reference: Reference, params: TimingParams, be
             f"±{tolerance:.0%}")
     again = full_again()
     # Compared with the check before the candidate, which nothing the candidate left running can have slowed.
-    kept = _kept(reference, how, [again], runs_agree(before, again, tolerance))
+    kept = _kept(reference, how, [again], _agree(before.device_ms, again.device_ms, tolerance))
     return ReferenceTiming(_stats(before, again, after),
                            f"{BESIDE}: a drift check of {reps} reps each side was {drift:+.1%} off the stored "
                            f"distribution (over ±{tolerance:.0%}), so it was timed in full after the candidate as "
@@ -114,7 +110,7 @@ def measured_ahead(reference: Reference, child: Callable[[], AbstractContextMana
         return how.stored is not None
     with child() as loaded:
         first, then = (loaded.run(params).raw for _ in range(2))
-    agree = runs_agree(first, then, params.reference_drift)
+    agree = _agree(first.device_ms, then.device_ms, params.reference_drift)
     return _kept(reference, how, [first, then], agree) is True
 
 
@@ -144,9 +140,8 @@ def _drift(measured: tuple[float, ...], stored: tuple[float, ...]) -> float:
     return now / then - 1.0 if now > 0 and then > 0 else math.inf
 
 
-def runs_agree(first: timing.RawSamples, then: timing.RawSamples, tolerance: float) -> bool:
-    """Whether two runs' medians are within `tolerance` of each other: the device ran the reference alike."""
-    return abs(_drift(then.device_ms, first.device_ms)) <= tolerance
+def _agree(first: tuple[float, ...], then: tuple[float, ...], tolerance: float) -> bool:
+    return abs(_drift(then, first)) <= tolerance
 
 
 def _stats(*runs: timing.RawSamples) -> TimingStats:

@@ -38,7 +38,7 @@ from kernelgrade.evaluator.judge.reference_child import ReferenceChild, Referenc
 from kernelgrade.evaluator.judge.settle import settle_s
 from kernelgrade.evaluator.judge.timed_outputs import recheck_timed_outputs
 from kernelgrade.evaluator.request import Limits, TimingParams
-from kernelgrade.evaluator.result import Finding, Severity, Stage, TimingStats
+from kernelgrade.evaluator.result import Finding, Severity, Stage
 from kernelgrade.evaluator.timing_room import TimingFootprint, sets_that_fit
 from kernelgrade.evaluator.wire import tensorfile
 from kernelgrade.evaluator.wire.replies import TimedReply
@@ -57,12 +57,6 @@ CONFIRMED = frozenset({INCONSISTENT, OUTSIDE_STREAM})
 # not recorded; this is the only flag honest code can get there), most likely the other worker's child
 # starting (seconds of importing torch) beside both phases. A cheat's gap shows in every phase.
 CONFIRM_PHASES = 2
-# Rounds of candidate then reference after the usual three runs, where the reference's full runs before and after
-# the candidate disagree. KernelBench's level 3 networks whose time is host dispatch, graded against themselves
-# on a quiet 4-GPU host, came out at 0.58x-1.97x, and in six of the eight outside 0.9x-1.1x the reference's two
-# runs disagreed; a dispatch-bound CPU network against itself on a 2-core host spread over 0.88x-1.58x. Each
-# round costs one more phase of each side; two put three phases of each beside one another.
-ROUNDS = 2
 
 
 @dataclass(frozen=True)
@@ -107,10 +101,13 @@ def time_candidate(job: Job, record: Record, session: RunSession, reference: Ref
         sets, paths = _in_room(job, record, reference, sets, paths)
         timed = TimingSets(tuple(paths), params.flush_bytes or timing.default_flush_bytes(job.device))
         with _reference_child(job, reference, kind, timed) as in_child, _alone_on_device(job):
-            phases, loop = _time_both(job, record, session, reference, in_child, timed)
-            again = _loop_again(job, in_child)
-            phases = [confirmed(job, record, session, phase, loop, again) for phase in phases]
-        record.candidate_timing = _pooled(record, phases, loop)
+            candidate, loop = _time_both(job, record, session, reference, in_child, timed)
+            candidate = confirmed(job, record, session, candidate, loop, _loop_again(job, in_child))
+        samples, flush_findings = flush_corrected(candidate, loop)
+        record.note(flush_findings)
+        reported = candidate.reported
+        record.candidate_timing = timing.summarize(samples, reported.stop_reason, reported.wall_ms,
+                                                   reported.host_bound_reps)
         # Nothing is timed from here on: the next spare may warm up beside the re-check.
         if job.request.trials.recheck_timed_outputs:
             with job.timed("timing:recheck"):
@@ -179,10 +176,9 @@ def _alone_on_device(job: Job) -> Iterator[None]:
 
 
 def _time_both(job: Job, record: Record, session: RunSession, reference: Reference, in_child: ReferenceChild,
-               timed: TimingSets) -> tuple[list[TimedReply], ReferenceLoop]:
+               timed: TimingSets) -> tuple[TimedReply, ReferenceLoop]:
     """Reference, candidate, reference again: each reference run a drift check against its stored distribution,
-    or a full measurement (reference_timing.py); then, where the two full runs disagree, more rounds of candidate
-    and reference (_rounds). The candidate's timed phases, and the reference's loop."""
+    or a full measurement (reference_timing.py)."""
     params = dataclasses.replace(job.timing_params, input_sets=len(timed.paths))
     how = reference_timing.plan(reference, params, timed.flush_bytes, job.device)
 
@@ -197,46 +193,15 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
         job.report(Stage.TIMING, "timing the reference in full: it drifted from its stored timing", 2, 3)
         return reference_run("timing:reference_full", params).raw
 
-    rounds = _rounds(job, session, reference_run, how, params, before, after)
-    reported = reference_timing.concluded(how, reference, params, before.raw, after.raw, full_again,
-                                          [run.raw for _, run in rounds])
+    reported = reference_timing.concluded(how, reference, params, before.raw, after.raw, full_again)
     method = timing.method_record(params, timed.flush_bytes, job.device, candidate.reported.l2.status,
                                   f"reference: {before.raw.hold}; candidate: {candidate.reported.hold}")
     record.method = dataclasses.replace(method, reference_placement=reported.placement)
     record.reference_timing = reported.stats
-    runs = [before, after, *(run for _, run in rounds)]
-    loop = ReferenceLoop(min(run.wall_gap_ms for run in runs), max(run.overhead_per_rep_ms for run in runs),
-                         _median_or_zero(tuple(ms for run in runs for ms in run.raw.flush_ms)))
-    return [candidate, *(phase for phase, _ in rounds)], loop
-
-
-def _rounds(job: Job, session: RunSession, reference_run: Callable[[str, TimingParams], ReferenceRun],
-            how: reference_timing.ReferencePlan, params: TimingParams, before: ReferenceRun,
-            after: ReferenceRun) -> list[tuple[TimedReply, ReferenceRun]]:
-    """ROUNDS more phases of the candidate, each followed by one of the reference, where the reference's full
-    runs before and after the candidate disagree: the host's speed moved within the verdict, and alternating
-    spreads both sides' reps over the same moments. None where a stored distribution was checked instead."""
-    if how.stored is not None or reference_timing.runs_agree(before.raw, after.raw, params.reference_drift):
-        return []
-    rounds = []
-    for k in range(ROUNDS):
-        job.report(Stage.TIMING, f"timing both again, round {k + 1} of {ROUNDS}: the reference's own runs"
-                                 " disagreed", 2, 3)
-        with job.timed("timing:candidate_round"):
-            phase = session.time(job.timing_params, job.request.limits.timing_s)
-        rounds.append((phase, reference_run("timing:reference_round", params)))
-    return rounds
-
-
-def _pooled(record: Record, phases: list[TimedReply], loop: ReferenceLoop) -> TimingStats:
-    """The candidate's timed phases summarized as one sample, each rep counted from the flush where work ran
-    beside it (crosscheck.flush_corrected)."""
-    corrected = [flush_corrected(phase, loop) for phase in phases]
-    record.note(f for _, findings in corrected for f in findings)
-    reported = [phase.reported for phase in phases]
-    return timing.summarize(tuple(ms for samples, _ in corrected for ms in samples),
-                            "+".join(r.stop_reason for r in reported), tuple(ms for r in reported for ms in r.wall_ms),
-                            sum(r.host_bound_reps for r in reported))
+    loop = ReferenceLoop(min(before.wall_gap_ms, after.wall_gap_ms),
+                         max(before.overhead_per_rep_ms, after.overhead_per_rep_ms),
+                         _median_or_zero(before.raw.flush_ms + after.raw.flush_ms))
+    return candidate, loop
 
 
 def _reference_run(job: Job, in_child: ReferenceChild, label: str, params: TimingParams) -> ReferenceRun:
