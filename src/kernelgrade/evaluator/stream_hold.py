@@ -30,6 +30,11 @@ from kernelgrade.evaluator.wire.hold_page import PAGE_BYTES, HoldPage
 WATCHDOG_S = 0.25
 _WAIT_GEQ = 0x0  # CU_STREAM_WAIT_VALUE_GEQ: the stream runs on once the word is >= the value
 _DEVICEMAP = 0x02  # CU_MEMHOSTREGISTER_DEVICEMAP
+_READ_ONLY = 0x08  # CU_MEMHOSTREGISTER_READ_ONLY: the device only reads the page, as the stream wait does
+_INVALID_VALUE = 1  # CUDA_ERROR_INVALID_VALUE
+# A word of the page past its layout (wire/hold_page.py), written by the host and read back through the device's
+# mapping to check that the device sees the host's writes.
+_PROBE_OFFSET = 64
 _DRIVER_NAMES = ("libcuda.so.1", "libcuda.so")
 
 
@@ -70,12 +75,30 @@ class StreamHold:
 
 
 def _registered(driver: ctypes.CDLL, page: HoldPage) -> int:
-    """The device's address of the page, registered with the CUDA context current on this thread."""
+    """The device's address of the page, registered with the CUDA context current on this thread. A page file on
+    disk, as a run child maps it, is registered read-only where the driver refuses it otherwise: with driver 580
+    and CUDA 13 on H100 and H200 hosts, `cuMemHostRegister` answered CUDA_ERROR_INVALID_VALUE for it with any
+    other flags (an anonymous page, the judge's own, registers either way), and the device never writes it."""
     register = _function(driver, ("cuMemHostRegister_v2", "cuMemHostRegister"),
                          (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint))
-    status = register(ctypes.c_void_p(page.address), ctypes.c_size_t(PAGE_BYTES), ctypes.c_uint(_DEVICEMAP))
+    address, size = ctypes.c_void_p(page.address), ctypes.c_size_t(PAGE_BYTES)
+    status = register(address, size, ctypes.c_uint(_DEVICEMAP))
+    read_only = status == _INVALID_VALUE
+    if read_only:
+        status = register(address, size, ctypes.c_uint(_DEVICEMAP | _READ_ONLY))
     if status != 0:
         raise HoldUnavailable(f"cuMemHostRegister returned CUresult {status}")
+    try:
+        pointer = _device_pointer(driver, page)
+        if read_only:
+            _check_seen(driver, page, pointer)
+    except HoldUnavailable:
+        _function(driver, ("cuMemHostUnregister",), (ctypes.c_void_p,))(address)
+        raise
+    return pointer
+
+
+def _device_pointer(driver: ctypes.CDLL, page: HoldPage) -> int:
     pointer = ctypes.c_uint64(0)
     translate = _function(driver, ("cuMemHostGetDevicePointer_v2", "cuMemHostGetDevicePointer"),
                           (ctypes.POINTER(ctypes.c_uint64), ctypes.c_void_p, ctypes.c_uint))
@@ -83,6 +106,23 @@ def _registered(driver: ctypes.CDLL, page: HoldPage) -> int:
     if status != 0:
         raise HoldUnavailable(f"cuMemHostGetDevicePointer returned CUresult {status}")
     return int(pointer.value)
+
+
+def _check_seen(driver: ctypes.CDLL, page: HoldPage, pointer: int) -> None:
+    """That the device reads what the host writes to the page after it was registered: two values written to a
+    spare word and each copied back through the device's address of the page. A stream wait on a page whose
+    writes the device did not see would wait forever; a copy cannot."""
+    copy = _function(driver, ("cuMemcpyDtoH_v2", "cuMemcpyDtoH"),
+                     (ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t))
+    word = ctypes.c_uint32.from_buffer(page.memory, _PROBE_OFFSET)
+    seen = ctypes.c_uint32(0)
+    for value in (0x4B470001, 0x4B470002):
+        word.value = value
+        status = copy(ctypes.c_void_p(ctypes.addressof(seen)), ctypes.c_uint64(pointer + _PROBE_OFFSET),
+                      ctypes.c_size_t(4))
+        if status != 0 or seen.value != value:
+            raise HoldUnavailable(f"the page was registered read-only, but the device did not read what the host"
+                                  f" wrote to it (cuMemcpyDtoH returned CUresult {status})")
 
 
 def _function(driver: ctypes.CDLL, names: tuple[str, ...], argtypes: tuple[object, ...]) -> Callable[..., int]:
