@@ -134,12 +134,12 @@ def _in_room(job: Job, record: Record, reference: Reference, sets: list[list[Any
     if job.device.type != "cuda" or not paths:
         return sets, paths
     footprint = TimingFootprint(max(tensorfile.size(path) for path in paths), reference.output_bytes)
-    fit = sets_that_fit(footprint, len(paths), leave_room(job.device))
-    if fit < len(paths):
+    fit, wanted = sets_that_fit(footprint, len(paths), leave_room(job.device)), job.timing_params.input_sets
+    if fit < wanted:  # fewer may have been written already (_sets_the_device_holds)
         record.add(Finding("timing_sets_reduced", Severity.INFO,
-            f"timed on {fit} of {len(paths)} input sets: the candidate's and the reference's run children could"
-            f" not both hold {len(paths)} sets of {footprint.set_bytes / 1024**3:.1f} GiB (and their outputs) on"
-            " the device at once. Every rep still scales its set by a fresh random factor."))
+            f"timed on {fit} of {wanted} input sets: the candidate's and the reference's run children could not"
+            f" both hold {wanted} sets of {footprint.set_bytes / 1024**3:.1f} GiB (and their outputs) on the"
+            " device at once. Every rep still draws a fresh random scale for the set's float inputs."))
     return sets[:fit], paths[:fit]
 
 
