@@ -68,6 +68,7 @@ class Row:
     child_peak_bytes: int | None  # the run child's, where recorded
     stages: tuple[tuple[str, float], ...]  # top-level stages only: "stage:part" labels are inside them
     why: str = ""  # a failure's message and its detail's last line; or, for a speedup off 1x, both sides' timing
+    hold: str = ""  # the method record's stream hold: "reference: ...; candidate: ..."
 
 
 def selected(folder: Path, levels: Sequence[int], limit: int | None, names: Sequence[str] = ()) -> list[Problem]:
@@ -169,7 +170,8 @@ def _row(out: SubmissionOut) -> Row:
     stages = tuple((str(label), float(s)) for label, s in result.get("stage_seconds") or [] if ":" not in label)
     return Row(out.problem, out.model, str(evaluation.verdict), evaluation.failure.code if evaluation.failure else "",
                evaluation.speedup, _int(extra.get("judge_peak_device_bytes")),
-               _int(extra.get("child_peak_device_bytes")), stages, _why(out, result))
+               _int(extra.get("child_peak_device_bytes")), stages, _why(out, result),
+               str((result.get("method") or {}).get("stream_hold") or ""))
 
 
 def _why(out: SubmissionOut, result: dict[str, Any]) -> str:
@@ -224,6 +226,7 @@ def summary(rows: list[Row]) -> list[str]:
     lines = [f"{len(references)} problems: " + ", ".join(f"{verdict} {n}" for verdict, n in sorted(counts.items()))]
     lines.append(f"speedups outside {STEADY[0]}-{STEADY[1]}x: {len(unsteady)}")
     lines += [f"  {r.problem}: {r.speedup:.3f}x" for r in unsteady if r.speedup is not None]
+    lines += holds(rows)
     kernels = [r for r in rows if r.submission != REFERENCE]
     if kernels:
         lines.append(f"{len(kernels)} naive kernels: " + ", ".join(
@@ -235,6 +238,17 @@ def summary(rows: list[Row]) -> list[str]:
         lines.append("largest (judge / child peak device memory): " + ", ".join(
             f"{_label(r)} {_gib(r.judge_peak_bytes)} / {_gib(r.child_peak_bytes)}" for r in largest))
     return lines
+
+
+def holds(rows: list[Row]) -> list[str]:
+    """How many timed verdicts had both sides' reps held (docs/timing.md, "The stream hold"), and why the others
+    were not: an unheld side's time includes its host's dispatch."""
+    timed = [r for r in rows if r.hold and "not applicable" not in r.hold]
+    if not timed:
+        return []
+    loose = [r for r in timed if not all(side.partition(": ")[2].startswith("held") for side in r.hold.split("; "))]
+    return [f"stream hold: both sides held in {len(timed) - len(loose)} of {len(timed)} timed verdicts",
+            *(f"  not held: {_label(r)}: {r.hold[:300]}" for r in loose)]
 
 
 def _seconds(row: Row) -> float:

@@ -96,3 +96,19 @@ def test_a_long_problem_an_earlier_output_shows_correct_by_its_cut_name_is_left_
     output = "".join(f"# {i}/2 {kernelbench_sweep._line(row)}\n" for i, row in enumerate(rows, 1))
     assert len(problems[0].name) > kernelbench_sweep.NAME_WIDTH
     assert [p.name for p in kernelbench_sweep.not_shown_correct(problems, output)] == [problems[1].name]
+
+
+def test_the_summary_counts_verdicts_held_on_both_sides_and_names_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    import kernelbench_sweep
+
+    held = "held until the whole rep is enqueued"
+    waited = "off: forward() waited for the device while the stream was held"
+    holds = [f"reference: {held}; candidate: {held}", f"reference: {waited}; candidate: {held}",
+             "reference: not applicable (CPU); candidate: not applicable (CPU)", ""]
+    rows = [kernelbench_sweep.Row(f"{i}_p", kernelbench_sweep.REFERENCE, "correct", "", 1.0, None, None, (), "", h)
+            for i, h in enumerate(holds)]
+    lines = kernelbench_sweep.holds(rows)
+    assert lines[0] == "stream hold: both sides held in 1 of 2 timed verdicts"
+    assert lines[1:] == [f"  not held: 1_p: reference: {waited}; candidate: {held}"]
+    assert kernelbench_sweep.holds(rows[2:]) == []
