@@ -5,7 +5,8 @@ depends on the submission. A long-lived judge keeps `spares` children per (devic
 done all of that and wait, each in a fresh work dir of its own; an evaluation takes one, copies its built
 libraries in and loads the submission. A child is never used for a second submission: it is taken once and
 killed with its evaluation. With no spares (a one-off evaluate()) a child is started on demand, by the same
-code.
+code. The one exception is a reference's own child, which never sees submission code: the judge may keep it
+loaded for the next evaluation of the same problem (`keep`, `reclaim`).
 
 A spare must never touch the device while this judge measures: creating a CUDA context and the warm-up's
 kernels would run beside the timed calls. The timed phases hold `quiet()`; a spare that has imported torch
@@ -21,7 +22,8 @@ import queue
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Hashable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,14 +50,25 @@ class ChildKind:
     env: tuple[tuple[str, str], ...]
 
 
+@dataclass(frozen=True)
+class KeptChild:
+    """A child kept between evaluations under `key`, and how many evaluations it has served."""
+
+    key: Hashable
+    session: RunSession
+    uses: int
+
+
 class RunChildren:
     def __init__(self, launcher: Launcher, work_root: Path, spares: int = 0, hidden: tuple[Path, ...] = (),
-                 host_lock: HostLock | None = None, spare_cpus: tuple[int, ...] = ()) -> None:
+                 host_lock: HostLock | None = None, spare_cpus: tuple[int, ...] = (), kept: int = 0) -> None:
         """`host_lock`: also held, beside this judge's own quiet lock, around CPU measurements (alone) and CPU
         spares' starts (shared), so that judges in other processes on the host keep out of them too
         (host_lock.py). `spare_cpus`: where spares start (importing torch takes a core for seconds), away from
-        the cores of the judge's measurements; a spare taken for a job moves to the taking thread's cores."""
+        the cores of the judge's measurements; a spare taken for a job moves to the taking thread's cores.
+        `kept`: how many children that never ran submission code (references') are kept between evaluations."""
         self.launcher, self.work_root, self.spares, self.hidden = launcher, work_root, spares, hidden
+        self.kept_most = kept
         self.host_lock, self.spare_cpus = host_lock, spare_cpus
         self._ready: dict[ChildKind, list[RunSession]] = {}
         self._starting: dict[ChildKind, int] = {}
@@ -69,6 +82,8 @@ class RunChildren:
         # evaluation: started one after another, spares would not keep up with back-to-back jobs.
         self._requests: queue.Queue[ChildKind | None] = queue.Queue()
         self._starters: list[threading.Thread] = []
+        # References' children between evaluations of their problems, least recently kept first.
+        self._kept: OrderedDict[Hashable, KeptChild] = OrderedDict()
 
     def take(self, kind: ChildKind, refill: bool = True) -> RunSession:
         """A warm child of this kind (waiting for one that is starting), started now if none is coming.
@@ -101,6 +116,35 @@ class RunChildren:
         with self._quiet, self.host_lock.held() if cpu and self.host_lock else nullcontext():
             yield
 
+    def keep(self, kept: KeptChild) -> None:
+        """Keeps a child that never ran submission code (a reference's: judge/reference_child.py) for the next
+        evaluation of its problem to `reclaim`, where this judge keeps children between evaluations (else it is
+        discarded). At most `kept_most` are kept, one per key: the least recently kept goes first."""
+        gone: list[KeptChild] = []
+        with self._lock:
+            if self.kept_most > 0 and not self._closed:
+                gone += [self._kept.pop(kept.key)] if kept.key in self._kept else []
+                self._kept[kept.key] = kept
+                while len(self._kept) > self.kept_most:
+                    gone.append(self._kept.popitem(last=False)[1])
+            else:
+                gone.append(kept)
+        for child in gone:
+            discard(child.session)
+
+    def keeps(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._kept
+
+    def reclaim(self, key: Hashable) -> KeptChild | None:
+        """The child kept under `key`, if it is still alive (else it is discarded)."""
+        with self._lock:
+            kept = self._kept.pop(key, None)
+        if kept is None or kept.session.child.proc.poll() is None:
+            return kept
+        discard(kept.session)
+        return None
+
     def ready(self, kind: ChildKind) -> int:
         with self._lock:
             return len(self._ready.get(kind, []))
@@ -110,6 +154,8 @@ class RunChildren:
             self._closed = True
             waiting = [s for sessions in self._ready.values() for s in sessions]
             self._ready.clear()
+            waiting += [kept.session for kept in self._kept.values()]
+            self._kept.clear()
             self._changed.notify_all()
         for _ in self._starters:
             self._requests.put(None)

@@ -12,6 +12,12 @@ from kernelgrade.evaluator.host.run_children import RunChildren
 from kernelgrade.evaluator.host.trial_store import TrialStore
 from kernelgrade.evaluator.sandbox.launcher import Launcher
 
+# References' run children kept loaded between evaluations (judge/reference_child.py): a stream that interleaves
+# candidates of a few problems, as an RL batch does, finds each problem's still loaded. Each idles with its
+# interpreter and, on a GPU, its CUDA context (a few hundred MiB) and at most reference_child.KEEP_BYTES of sets
+# and outputs: under 3 GiB of an 80 GiB device for four.
+KEPT_REFERENCE_CHILDREN = 4
+
 
 @dataclass
 class Warm:
@@ -21,12 +27,13 @@ class Warm:
     @classmethod
     def keeping(cls, launcher: Launcher, work_root: Path, cache_dir: Path, spares: int = 1,
                 host_lock: Path | None = None, spare_cpus: tuple[int, ...] = ()) -> Warm:
-        """`spares` children per kind waiting at all times, started on `spare_cpus` (run_children.py);
+        """`spares` children per kind waiting at all times, started on `spare_cpus` (run_children.py), and, where
+        there are any, references' children kept loaded between evaluations;
         references and their outputs kept, in memory and under `cache_dir`/prepared (trial_store.py). `host_lock`:
         the file of the lock the host's judges share around CPU measurements (host_lock.py)."""
         lock = HostLock(host_lock) if host_lock is not None else None
         return cls(RunChildren(launcher, work_root, spares, hidden=(cache_dir,), host_lock=lock,
-                               spare_cpus=spare_cpus),
+                               spare_cpus=spare_cpus, kept=KEPT_REFERENCE_CHILDREN if spares else 0),
                    References(store=TrialStore(cache_dir / "prepared")))
 
     @classmethod

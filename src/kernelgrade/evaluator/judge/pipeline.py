@@ -43,6 +43,7 @@ from kernelgrade.evaluator.judge.outcome import (
 )
 from kernelgrade.evaluator.judge.progress import ProgressFn
 from kernelgrade.evaluator.judge.record import Record
+from kernelgrade.evaluator.judge.reference_child import expect_child
 from kernelgrade.evaluator.judge.timing_stage import TimingInputs, TimingSets, time_candidate
 from kernelgrade.evaluator.judge.validate import validate_submission
 from kernelgrade.evaluator.request import EvalRequest
@@ -117,7 +118,7 @@ def _run_stages(job: Job, record: Record) -> None:
     kind = child_kind(job.request)
     session = _run_child(job, kind)
     if job.request.measure_timing:  # the reference's own child, starting while the candidate loads and is checked
-        job.warm.children.expect(kind)
+        expect_child(job.warm.children, reference, job.request.trials.seed, kind)
     session.stage_extensions(compiled.extensions_dir, compiled.prebuilt)
     job.adopt(session.work_dir)
     files = SubmissionFiles.write(job.work_dir, job.request.submission, reference.init_inputs)

@@ -14,20 +14,30 @@ import functools
 import os
 import shutil
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.host.reference import Reference
-from kernelgrade.evaluator.host.run_children import ChildKind, RunChildren, discard
+from kernelgrade.evaluator.host.run_children import ChildKind, KeptChild, RunChildren, discard
 from kernelgrade.evaluator.host.session import RunSession
+from kernelgrade.evaluator.host.trial_store import problem_version
 from kernelgrade.evaluator.request import Limits, TimingParams
 from kernelgrade.evaluator.wire import tensorfile
 from kernelgrade.evaluator.wire.replies import TimedReply
 
 MODULE = "reference_model.py"
+_SET_PREFIX, _SET_SUFFIX = "reference_timing_", ".kgt"
+# A reference's child is kept for the next evaluation of its problem only while what it holds between evaluations
+# is small: its last timing sets and outputs stay in its memory (on the device) until its next warm-up lets them
+# go. Small problems are where a child's start and load are a large part of the verdict; a larger problem's
+# child is discarded, as every child was before.
+KEEP_BYTES = 256 * 1024**2
+# A kept child serves at most this many evaluations and is then replaced, so whatever grows in a long-lived
+# process (its log, the allocator's fragments) stays bounded; that costs 1/64 of a child's start per verdict.
+KEEP_USES = 64
 
 # Appended to the problem's source. `Model` is constructed after the child seeds torch, as a candidate's ModelNew
 # is, so the child's reference holds the same weights as the judge's.
@@ -68,56 +78,104 @@ class ReferenceRun:
 
 class ReferenceChild:
     """A run child holding the reference and the timing input sets; `run` times it once, as the child times a
-    candidate. Close it (or use it as a context manager): it is discarded, never handed to a submission."""
+    candidate. Close it (or use it as a context manager): it is kept for the next evaluation of the same problem
+    where it may be (KEEP_BYTES, KEEP_USES), else discarded; it is never handed to a submission."""
 
     def __init__(self, session: RunSession, sets: Sequence[Path], flush_bytes: int, limits: Limits,
-                 refill: Callable[[], None]) -> None:
+                 done: Callable[[ReferenceChild, bool], None]) -> None:
         self.session, self.sets, self.flush_bytes, self.limits = session, list(sets), flush_bytes, limits
         self._read = sum(tensorfile.size(path) for path in self.sets)
-        self._refill = refill
+        self._done = done
 
     @classmethod
     def loaded(cls, children: RunChildren, kind: ChildKind, reference: Reference, sets: Sequence[Path | list[Any]],
                seed: int, flush_bytes: int, limits: Limits) -> ReferenceChild:
-        """A child of `kind` (a warm spare where one waits) with the reference loaded under the weight seed `seed`.
-        `sets`: the timing input sets, as files (linked into the child's own dir) or as values (written there).
-        The spare taken is replaced once this is closed, after the measurement: a spare's start holds the quiet
-        lock the measurement takes, so replacing it at once would make the measurement wait for a start.
-        Raises StageFailed where the child cannot start or load it."""
-        session, refill = children.take(kind, refill=False), functools.partial(children.refill, kind)
+        """A child of `kind` with the reference loaded under the weight seed `seed`: the one kept from the last
+        evaluation of this problem where there is one, else a warm spare where one waits. `sets`: the timing input
+        sets, as files (linked into the child's own dir) or as values (written there). A spare taken is replaced
+        once this is closed, after the measurement: a spare's start holds the quiet lock the measurement takes, so
+        replacing it at once would make the measurement wait for a start. Raises StageFailed where the child cannot
+        start or load it."""
+        key = child_key(reference, seed, kind)
+        kept = children.reclaim(key)
+        session = kept.session if kept else children.take(kind, refill=False)
+        done = functools.partial(_done, children, key, kept.uses + 1 if kept else 1, reference,
+                                 None if kept else functools.partial(children.refill, kind))
         try:
+            _clear_sets(session.work_dir)
             files = [_placed(session.work_dir, k, s) for k, s in enumerate(sets)]
-            module, init_inputs = session.work_dir / MODULE, session.work_dir / "reference_init_inputs.kgt"
-            module.write_text(reference.problem.source + _WRAPPER)
-            tensorfile.save(init_inputs, reference.init_inputs)
-            session.load(module, init_inputs, seed, kind.device, (), limits.load_s)
+            if kept is None:
+                _load(session, reference, seed, kind, limits)
         except BaseException:
             discard(session)
-            refill()
+            if kept is None:
+                children.refill(kind)
             raise
-        return cls(session, files, flush_bytes, limits, refill)
+        return cls(session, files, flush_bytes, limits, done)
 
     def run(self, params: TimingParams) -> ReferenceRun:
         """Warm up, then one timed phase under `params`."""
         self.session.warmup(self.sets, params, self.flush_bytes, Limits.moving(self.limits.timing_s, self._read))
         return ReferenceRun.of(self.session.time(params, self.limits.timing_s, keep_outputs=False))
 
-    def close(self) -> None:
-        discard(self.session)
-        self._refill()
+    @property
+    def holds_bytes(self) -> int:
+        """The timing sets' bytes: what the child holds between evaluations, beside the reference's outputs."""
+        return self._read
+
+    def close(self, failed: bool = False) -> None:
+        """`failed`: the evaluation ended in an exception while the child was in use; it is not kept."""
+        self._done(self, failed)
 
     def __enter__(self) -> ReferenceChild:
         return self
 
-    def __exit__(self, *_: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self.close(failed=kind is not None)
+
+
+def child_key(reference: Reference, seed: int, kind: ChildKind) -> tuple[str, int, ChildKind]:
+    """What a kept child of the reference is kept under: the problem's version, the weight seed it was loaded
+    with, and the kind of child (device and build environment)."""
+    return problem_version(reference.problem), seed, kind
+
+
+def _load(session: RunSession, reference: Reference, seed: int, kind: ChildKind, limits: Limits) -> None:
+    module, init_inputs = session.work_dir / MODULE, session.work_dir / "reference_init_inputs.kgt"
+    module.write_text(reference.problem.source + _WRAPPER)
+    tensorfile.save(init_inputs, reference.init_inputs)
+    session.load(module, init_inputs, seed, kind.device, (), limits.load_s)
+
+
+def _done(children: RunChildren, key: Hashable, uses: int, reference: Reference, refill: Callable[[], None] | None,
+          child: ReferenceChild, failed: bool) -> None:
+    """Keeps the child for the next evaluation of its problem, or discards it; then replaces the spare taken."""
+    small = reference.output_bytes > 0 and child.holds_bytes + reference.output_bytes <= KEEP_BYTES
+    if failed or not small or uses >= KEEP_USES:
+        discard(child.session)
+    else:
+        children.keep(KeptChild(key, child.session, uses))
+    if refill is not None:
+        refill()
+
+
+def expect_child(children: RunChildren, reference: Reference, seed: int, kind: ChildKind) -> None:
+    """A spare is started now for the reference's child of this evaluation, unless the judge keeps one loaded."""
+    if not children.keeps(child_key(reference, seed, kind)):
+        children.expect(kind)
+
+
+def _clear_sets(work_dir: Path) -> None:
+    """The timing sets a kept child was given for an evaluation before: their links would keep those files."""
+    for path in work_dir.glob(f"{_SET_PREFIX}*{_SET_SUFFIX}"):
+        tensorfile.remove(path)
 
 
 def _placed(work_dir: Path, index: int, values: Path | list[Any]) -> Path:
     """Timing set `index` as a file in the child's own dir (a child sees no other): a hard link to the file the
     candidate's child reads where both dirs are on one file system (a child's dir is read-only to it, so neither
     can change what the other reads), else a copy; values are written there."""
-    target = work_dir / f"reference_timing_{index}.kgt"
+    target = work_dir / f"{_SET_PREFIX}{index}{_SET_SUFFIX}"
     if not isinstance(values, Path):
         tensorfile.save(target, values)
         return target
