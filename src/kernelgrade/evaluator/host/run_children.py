@@ -123,7 +123,8 @@ class RunChildren:
         gone: list[KeptChild] = []
         with self._lock:
             if self.kept_most > 0 and not self._closed:
-                gone += [self._kept.pop(kept.key)] if kept.key in self._kept else []
+                previous = self._kept.pop(kept.key, None)
+                gone += [previous] if previous else []
                 self._kept[kept.key] = kept
                 while len(self._kept) > self.kept_most:
                     gone.append(self._kept.popitem(last=False)[1])

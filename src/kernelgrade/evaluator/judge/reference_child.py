@@ -149,7 +149,8 @@ def _load(session: RunSession, reference: Reference, seed: int, kind: ChildKind,
 
 def _done(children: RunChildren, key: Hashable, uses: int, reference: Reference, refill: Callable[[], None] | None,
           child: ReferenceChild, failed: bool) -> None:
-    """Keeps the child for the next evaluation of its problem, or discards it; then replaces the spare taken."""
+    """Keeps the child for the next evaluation of its problem, or discards it; then replaces the spare taken. A
+    reference whose output size the judge has not yet seen (no trial computed) is not known to be small."""
     small = reference.output_bytes > 0 and child.holds_bytes + reference.output_bytes <= KEEP_BYTES
     if failed or not small or uses >= KEEP_USES:
         discard(child.session)
