@@ -78,6 +78,23 @@ def test_work_after_the_end_event_is_flagged() -> None:
     assert "work_outside_timed_stream" in codes(timed(0.1, 17.0, 40, 40 * 17.3))
 
 
+def test_unjoined_work_still_running_after_the_end_event_is_flagged_where_the_wall_gap_misses_it() -> None:
+    # A held stream's flush waited behind a side stream's matmul and absorbed all of it but its last wave:
+    # the wall gap is within the slack, but the device stayed busy 0.2 ms after each end event.
+    loop = ReferenceLoop(0.05, 0.3, flush_ms=0.085, tail_ms=0.01)
+    reply = timed(0.01, 0.3, 40, 40 * 0.6, tail_ms=(0.21,) * 40)
+    found = {f.code: f for f in timing_findings(reply, loop)}
+    assert found["work_outside_timed_stream"].severity is Severity.FLAG
+    assert "0.200 ms" in found["work_outside_timed_stream"].message
+
+
+def test_a_tail_like_the_references_is_not_flagged() -> None:
+    loop = ReferenceLoop(0.05, 0.3, flush_ms=0.085, tail_ms=0.012)
+    tails = (0.01, 0.9, 0.02, 0.011) * 10  # a busy host's occasional late wake-up moves the median little
+    assert codes(timed(2.7, 2.75, 40, 40 * 3.05, tail_ms=tails), loop) == set()
+    assert codes(timed(2.7, 2.75, 40, 40 * 3.05), loop) == set()  # no tails: a CPU phase
+
+
 def test_a_clock_rebound_during_reps_and_persisting_l2_are_flagged() -> None:
     reply = timed(2.7, 2.75, 40, 40 * 3.05, clock_tampered_reps=3, l2=L2Reset("reset", 1 << 20))
     found = {f.code: f for f in timing_findings(reply, LOOP)}

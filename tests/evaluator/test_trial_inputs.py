@@ -63,3 +63,16 @@ def test_a_trial_too_large_to_hold_twice_is_made_only_when_taken(tmp_path: Path)
 def test_the_default_room_on_the_cpu_always_makes_trials_ahead(tmp_path: Path) -> None:
     with TrialInputs(tmp_path, CountingReference(), []) as inputs:  # type: ignore[arg-type]
         assert inputs.ahead_room >= 1 << 40
+
+
+def test_a_trial_whose_making_peaked_past_the_room_is_made_only_when_taken(tmp_path: Path) -> None:
+    # Its 4 KiB of expected outputs fit the room, but making it took 64 KiB at its height (a float64 reference
+    # run's intermediate tensors): the child's call would run beside that.
+    reference = CountingReference()
+    inputs = TrialInputs(tmp_path, reference, trials(3), ahead_room=16 << 10,  # type: ignore[arg-type]
+                         peak=lambda _device, _base: 64 << 10)
+    with inputs:
+        inputs.take(0)
+        assert not reference.second.wait(0.3), "a trial was made ahead past the room"
+        assert [inputs.take(i)[0].fingerprints for i in (1, 2)] == [(101,), (102,)]
+    assert reference.made == [100, 101, 102]

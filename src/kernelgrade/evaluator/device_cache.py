@@ -15,6 +15,18 @@ import torch
 KEEP_CACHED_BYTES = 256 * 1024**2
 
 
+def allocated(device: torch.device) -> int:
+    """What this process's tensors hold on `device` now; 0 off CUDA."""
+    return int(torch.cuda.memory_allocated(device)) if device.type == "cuda" else 0
+
+
+def peak_above(device: torch.device, base: int) -> int:
+    """How far this process's allocations on `device` have peaked above `base` (an `allocated()` reading) since
+    its peak was last reset, at each evaluation's start: an upper bound of what work begun at `base` took at
+    its height, intermediate tensors included; 0 off CUDA."""
+    return max(0, int(torch.cuda.max_memory_allocated(device)) - base) if device.type == "cuda" else 0
+
+
 def leave_room(device: torch.device) -> int:
     """Hand this process's unused cached memory on `device` back to the driver (where it is more than
     KEEP_CACHED_BYTES), and return what is then free there for anyone; 0 off CUDA."""

@@ -4,13 +4,14 @@ Each rep: fresh input values (one of several input sets, chosen at random and sc
 just below 1, so that no two reps see the same values and none can be predicted); a device synchronize; the
 stream held (stream_hold.py: the device waits until the host has enqueued the whole rep); the cache flush
 enqueued (persisting L2 lines demoted first) and the start event recorded behind it; forward; end event; the
-hold released; device-wide synchronize. The device then runs flush, start, call and end back to back, so the
-sample is device time however long the host took to dispatch forward(). The device clock (CUDA events) is
-what is reported. Beside it each rep keeps its host-inclusive time (from the call until the device is idle,
-less the flush), which the judge compares with the event time to catch work hidden on other streams or
-threads, and counts the reps whose device time may include host time: those the hold's watchdog had to
-release (forward() waited for the device), or, where the stream is not held, whose call took the host longer
-to issue than the flush ran on the device (the flush then no longer covers the dispatch).
+hold released; the end event awaited, then a device-wide synchronize. The device runs flush, start, call and
+end back to back, so the sample is device time however long the host took to dispatch forward(). The device
+clock (CUDA events) is what is reported. Beside it each rep keeps its host-inclusive time (from the call until
+the device is idle, less the flush) and how long the device stayed busy after the end event, which the judge
+compares with the reference's to catch work hidden on other streams or threads, and counts the reps whose
+device time may include host time: those the hold's watchdog had to release (forward() waited for the
+device), or, where the stream is not held, whose call took the host longer to issue than the flush ran on
+the device (the flush then no longer covers the dispatch).
 Outputs are fingerprinted as each rep returns; a sample is kept so that the judge can re-check them and
 the harness can see whether they changed afterwards.
 """
@@ -44,6 +45,7 @@ _perf_counter_ns = time.perf_counter_ns
 _cuda_synchronize = torch.cuda.synchronize
 _Event = torch.cuda.Event
 _event_elapsed = torch.cuda.Event.elapsed_time
+_event_synchronize = torch.cuda.Event.synchronize
 _current_stream = torch.cuda.current_stream
 # Not predictable from inside the process (it reads the OS's entropy), unlike the `random` module's state.
 _entropy = random.SystemRandom()
@@ -83,6 +85,9 @@ class RawSamples:
     flush_ms: tuple[float, ...] = ()
     # Whether the reps held the stream until enqueued, and why not where they did not (Holding.status).
     hold: str = ""
+    # How long the device stayed busy after each rep's end event, as the host saw it (0 on the CPU): work the
+    # call left on a stream nobody joined (crosscheck.timing_findings).
+    tail_ms: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,10 @@ class Rep:
     host_bound: bool
     out: Any
     flush_ms: float = 0.0
+    # From the end event's completion until the device was idle (host clock). The caller's stream is done at
+    # the end event, so anything still running then is work the call put on a stream it never joined. Unlike
+    # the wall gap it holds no host dispatch time, and a held stream's stretched flush cannot absorb it.
+    tail_ms: float = 0.0
 
 
 def default_flush_bytes(device: torch.device) -> int:
@@ -309,20 +318,23 @@ class _Clock:
         finally:
             released = hold.release() if hold is not None else None
         issued = _perf_counter_ns()
+        _event_synchronize(end)
+        ended = _perf_counter_ns()
         _cuda_synchronize(self.device)
         idle = _perf_counter_ns()
         flush_ms = float(_event_elapsed(before, start))
         device_ms = float(_event_elapsed(start, end))
+        tail_ms = (idle - ended) / 1e6
         if released is not None:
             if not released.released_by_host and holding is not None:
                 holding.stop("forward() waited for the device while the stream was held")
             # Nothing of the rep ran before the release: the flush ran after it, then the call.
             wall = (idle - called) / 1e6 - flush_ms
-            return Rep(device_ms, wall, not released.released_by_host, out, flush_ms)
+            return Rep(device_ms, wall, not released.released_by_host, out, flush_ms, tail_ms)
         # The device ran the flush from about `enqueued` on; the call's host-inclusive time starts when both
         # the call has begun and the flush is done, as in a protocol that synchronizes before calling.
         began = max(called, enqueued + int(flush_ms * 1e6))
-        return Rep(device_ms, (idle - began) / 1e6, (issued - called) / 1e6 > flush_ms, out, flush_ms)
+        return Rep(device_ms, (idle - began) / 1e6, (issued - called) / 1e6 > flush_ms, out, flush_ms, tail_ms)
 
 
 def _rotation(inputs: InputRotation | Sequence[Sequence[Any]]) -> InputRotation:
@@ -367,6 +379,7 @@ def measure(
     device_ms: list[float] = []
     wall_ms: list[float] = []
     flush_ms: list[float] = []
+    tail_ms: list[float] = []
     began = _perf_counter_ns()
     reason, tampered, host_bound = "max_reps", 0, 0
     for index in range(params.max_reps):
@@ -377,6 +390,7 @@ def measure(
         device_ms.append(rep.device_ms)
         wall_ms.append(rep.wall_ms)
         flush_ms.append(rep.flush_ms)
+        tail_ms.append(rep.tail_ms)
         if keeper is not None:
             keeper.keep(index, tag, rep.out)
         del rep, args
@@ -385,11 +399,13 @@ def measure(
             reason = stop
             break
     return RawSamples(tuple(device_ms), tuple(wall_ms), reason, "cuda_event" if clock.cuda else "perf_counter_ns",
-                      tampered, host_bound, tuple(flush_ms), holding.status if holding is not None else "")
+                      tampered, host_bound, tuple(flush_ms), holding.status if holding is not None else "",
+                      tuple(tail_ms))
 
 
 _CLOCK_GLOBALS = {name: globals()[name] for name in ("_perf_counter_ns", "_cuda_synchronize", "_Event",
-                                                     "_event_elapsed", "_current_stream", "device_synchronize")}
+                                                     "_event_elapsed", "_event_synchronize", "_current_stream",
+                                                     "device_synchronize")}
 _CLOCK_METHODS: dict[str, tuple[Any, Any]] = {name: (vars(_Clock)[name], vars(_Clock)[name].__code__)
                                                for name in ("run", "__init__")}
 

@@ -16,7 +16,7 @@ import torch
 from kernelgrade.evaluator.compare import Comparison, Expected, check_structure
 from kernelgrade.evaluator.compare_elements import device_free_bytes
 from kernelgrade.evaluator.compare_memory import USABLE_SHARE, MemoryBudget
-from kernelgrade.evaluator.device_cache import leave_room
+from kernelgrade.evaluator.device_cache import allocated, leave_room, peak_above
 from kernelgrade.evaluator.host.device_room import compare_in_room
 from kernelgrade.evaluator.host.reference import Footprint, Reference, TrialData, derive_seed
 from kernelgrade.evaluator.host.session import RunSession
@@ -57,15 +57,19 @@ def check_correctness(job: Job, record: Record, session: RunSession, reference: 
 class TrialInputs:
     """Each trial's data and inputs file, made one trial ahead in the background: the judge writes trial
     k+1's inputs (and computes its expected outputs, where they are not kept) while the child runs trial k.
-    One ahead, not all: a problem's inputs can be gigabytes. Where a trial's expected outputs and oracles
-    take more than `ahead_room` of the device, none is made ahead: two of them beside the child's own inputs
-    and outputs would not fit."""
+    One ahead, not all: a problem's inputs can be gigabytes. Where making a trial takes more than `ahead_room`
+    of the device, none is made ahead: what it keeps (expected outputs and oracles) or what it takes at its
+    height (the reference run in float64, its intermediate tensors included). The child's call runs beside a
+    trial made ahead: on a stream of KernelBench level 2 problems (large float64 convolutions) the judge was
+    seen holding 66 GiB of an H200 while children ran, and honest candidates ran out of memory beside it."""
 
     def __init__(self, work_dir: Path, reference: Reference, trials: list[Trial],
-                 ahead_room: int | None = None) -> None:
-        """`ahead_room`: device bytes a trial made ahead may add (default: default_ahead_room() of its device)."""
+                 ahead_room: int | None = None, peak: Callable[[torch.device, int], int] = peak_above) -> None:
+        """`ahead_room`: device bytes a trial made ahead may add (default: default_ahead_room() of its device).
+        `peak`: how far the judge's allocations on a device peaked above a base (device_cache.peak_above)."""
         self.work_dir, self.reference, self.trials = work_dir, reference, trials
         self.ahead_room = ahead_room if ahead_room is not None else default_ahead_room(reference.device)
+        self._peak, self._highest = peak, 0
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="trial-inputs")
         self._next: Future[tuple[TrialData, Path]] | None = self._submit(0)
 
@@ -82,15 +86,19 @@ class TrialInputs:
         made = pending.result()
         # Wherever they are: an oracle too large for the device is on the host, and so is a CPU problem's.
         held = Footprint.of([*made[0].expected.refs, *(made[0].expected.oracles or [])])
-        self._next = self._submit(index + 1) if held.device + held.host <= self.ahead_room else None
+        need = held.host + max(held.device, self._highest)
+        self._next = self._submit(index + 1) if need <= self.ahead_room else None
         return made
 
     def _submit(self, index: int) -> Future[tuple[TrialData, Path]] | None:
         return self._pool.submit(self._write, self.trials[index]) if index < len(self.trials) else None
 
     def _write(self, trial: Trial) -> tuple[TrialData, Path]:
-        with on_device(self.reference.device):
+        device = self.reference.device
+        base = allocated(device)
+        with on_device(device):
             data = self.reference.trial(trial.seed)
+        self._highest = max(self._highest, self._peak(device, base))
         path = self.work_dir / f"trial_inputs_{trial.index}.kgt"
         tensorfile.save(path, data.inputs)
         return data, path

@@ -65,15 +65,17 @@ class ReferenceRun:
     raw: timing.RawSamples
     wall_gap_ms: float  # median per-rep (wall - device) time
     overhead_per_rep_ms: float  # the judge's clock around the phase, less the reps' wall times, per rep
+    tail_ms: float = 0.0  # median device time after each rep's end event (timing.Rep.tail_ms)
 
     @classmethod
     def of(cls, timed: TimedReply) -> ReferenceRun:
         reply = timed.reported
         raw = timing.RawSamples(reply.device_ms, reply.wall_ms, reply.stop_reason, reply.clock,
-                                host_bound_reps=reply.host_bound_reps, flush_ms=reply.flush_ms, hold=reply.hold)
+                                host_bound_reps=reply.host_bound_reps, flush_ms=reply.flush_ms, hold=reply.hold,
+                                tail_ms=reply.tail_ms)
         gap = statistics.median(w - d for w, d in zip(reply.wall_ms, reply.device_ms, strict=True))
         overhead = (timed.outer_seconds * 1000.0 - sum(reply.wall_ms)) / len(reply.wall_ms)
-        return cls(raw, gap, overhead)
+        return cls(raw, gap, overhead, statistics.median(reply.tail_ms) if reply.tail_ms else 0.0)
 
 
 class ReferenceChild:

@@ -200,7 +200,8 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
     record.reference_timing = reported.stats
     loop = ReferenceLoop(min(before.wall_gap_ms, after.wall_gap_ms),
                          max(before.overhead_per_rep_ms, after.overhead_per_rep_ms),
-                         _median_or_zero(before.raw.flush_ms + after.raw.flush_ms))
+                         _median_or_zero(before.raw.flush_ms + after.raw.flush_ms),
+                         min(before.tail_ms, after.tail_ms))
     return candidate, loop
 
 
@@ -216,7 +217,7 @@ def _loop_again(job: Job, in_child: ReferenceChild) -> Callable[[ReferenceLoop],
     """The reference's loop timed again, beside a candidate's phase that is to be confirmed."""
     def again(loop: ReferenceLoop) -> ReferenceLoop:
         run = _reference_run(job, in_child, "timing:reference_confirm", job.timing_params)
-        return dataclasses.replace(loop, wall_gap_ms=run.wall_gap_ms,
+        return dataclasses.replace(loop, wall_gap_ms=run.wall_gap_ms, tail_ms=run.tail_ms,
                                    overhead_per_rep_ms=max(loop.overhead_per_rep_ms, run.overhead_per_rep_ms))
 
     return again

@@ -82,6 +82,7 @@ class TimeReply:
     host_bound_reps: int = 0  # reps whose device time may include host time (timing.py)
     flush_ms: tuple[float, ...] = ()  # each rep's flush, as the device ran it (timing.RawSamples)
     hold: str = ""  # whether the reps held the stream until enqueued (timing.Holding.status)
+    tail_ms: tuple[float, ...] = ()  # each rep's device time after its end event (timing.RawSamples)
 
 
 @dataclass(frozen=True)
