@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from kernelgrade.evaluator import EvalRequest, SubprocessLauncher, TrialPlan, Warm, prepare
+from kernelgrade.evaluator.device_cache import KEEP_CACHED_BYTES
 from kernelgrade.evaluator.host import trial_store
 from kernelgrade.evaluator.host.reference_cache import References
 from kernelgrade.evaluator.host.run_children import RunChildren
@@ -118,3 +119,26 @@ def test_a_reference_already_known_to_change_when_it_runs_is_not_marked_prepared
     assert not references.reference(BATCH_NORM, CPU, PLAN.seed).stores  # seen changed: rebuilt, storing nothing
     done = prepare(request(tmp_path, BATCH_NORM), judge)
     assert (done.trials, done.finished) == (1, False) and "changes when it runs" in done.note
+
+
+# 128 MiB of input; its float64 reference run makes several 256 MiB intermediate tensors, gone by its end.
+WIDE_INTERMEDIATES = ProblemSpec("wide_intermediates", """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, a):
+        return ((a * 2.0).exp() + a.sin() * a.cos()).sum(dim=0)
+def get_inputs():
+    return [torch.randn(8192, 4096)]
+def get_init_inputs():
+    return []
+""", device=DeviceKind.CUDA, content_hash="wide-intermediates-v1")
+
+
+@pytest.mark.gpu
+def test_preparing_hands_the_float64_runs_cache_back(judge: Warm, tmp_path: Path) -> None:
+    """A judge's next evaluation has a child beside it: what the preparation freed is not kept cached."""
+    device = torch.device("cuda")
+    torch.cuda.reset_peak_memory_stats(device)
+    prepare(request(tmp_path, WIDE_INTERMEDIATES), judge)
+    assert torch.cuda.max_memory_reserved(device) > 2 * KEEP_CACHED_BYTES  # it did hold that much at its height
+    assert torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device) <= KEEP_CACHED_BYTES

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from kernelgrade.evaluator import timing
+from kernelgrade.evaluator.device_cache import leave_room
 from kernelgrade.evaluator.host import trial_store
 from kernelgrade.evaluator.host.environment import device_class
 from kernelgrade.evaluator.host.reference import Reference, TrialData, derive_seed
@@ -71,6 +72,10 @@ def prepare(request: EvalRequest, warm: Warm) -> Preparation:
         timed = not why_not and _timed_ahead(request, warm, device, references)
     except Exception as exc:  # the problem's own code, or the device running out: the evaluations will say
         return Preparation(name, seconds=time.monotonic() - started, note=f"the reference failed: {exc!r}"[:500])
+    finally:
+        # The float64 runs' intermediate tensors stay in this process's cache otherwise, beside the next
+        # evaluation's child until the judge's first hand-back there (evaluate() hands back after each job).
+        leave_room(device)
     return _finish(name, made, why_not, timed, time.monotonic() - started, references.store, key)
 
 
