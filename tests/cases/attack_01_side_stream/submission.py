@@ -1,7 +1,9 @@
 # docs/threats.md 1: launches its matmul on a stream of its own and returns without joining it, so CUDA events
 # recorded on the caller's stream see almost nothing of the kernel. The harness fingerprints the output as
-# forward() returns and after a device-wide synchronize (they differ), and times every rep with a host clock
-# across a device-wide synchronize as well as with events (the two disagree).
+# forward() returns and after a device-wide synchronize (they differ), times every rep with a host clock
+# across a device-wide synchronize as well as with events (the two disagree), and keeps how long the device
+# stays busy after the end event (with the stream held, the flush waits behind the matmul and hides all of it
+# from the first check but its last wave; the device is still busy after the caller's stream is done).
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
