@@ -34,6 +34,7 @@ from kernelgrade.evaluator.judge.pipeline import child_kind
 from kernelgrade.evaluator.judge.reference_child import ReferenceChild, child_key
 from kernelgrade.problems.loader import load_problem_source
 from tests.conftest import TEST_LIMITS
+from tests.evaluator.test_warm import ADD
 
 CPU = ChildKind(None, "cpu", ())
 
@@ -103,24 +104,6 @@ def test_a_busy_judge_process_leaves_a_reference_against_itself_at_about_1x(tmp_
 
 SMALL = TimingParams(warmup_calls=2, warmup_ms=1.0, min_reps=5, max_reps=10, max_device_ms=50.0, max_wall_ms=500.0,
                      input_sets=2, reference_check_reps=0)
-ADD = load_problem_source('''
-import torch
-
-KERNELGRADE = {"device": "cpu", "precision": "fp32"}
-
-
-class Model(torch.nn.Module):
-    def forward(self, a, b):
-        return a + b
-
-
-def get_inputs():
-    return [torch.randn(256), torch.randn(256)]
-
-
-def get_init_inputs():
-    return []
-''', "add").spec()
 
 
 def _loaded(children: RunChildren, reference: Reference) -> ReferenceChild:
