@@ -146,6 +146,14 @@ class RunChildren:
         discard(kept.session)
         return None
 
+    def let_go_of_kept(self) -> None:
+        """Every kept child: the device they hold is wanted (an evaluation there ran out of memory)."""
+        with self._lock:
+            gone = list(self._kept.values())
+            self._kept.clear()
+        for child in gone:
+            discard(child.session)
+
     def ready(self, kind: ChildKind) -> int:
         with self._lock:
             return len(self._ready.get(kind, []))

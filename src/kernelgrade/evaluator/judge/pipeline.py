@@ -27,7 +27,7 @@ from kernelgrade.evaluator.host.warm import Warm
 from kernelgrade.evaluator.integrity.crosscheck import extension_findings, process_findings
 from kernelgrade.evaluator.integrity.proctree import count_tree
 from kernelgrade.evaluator.integrity.static_scan import scan_submission
-from kernelgrade.evaluator.judge import compiled_baseline
+from kernelgrade.evaluator.judge import compiled_baseline, second_attempt
 from kernelgrade.evaluator.judge.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
 from kernelgrade.evaluator.judge.compiled_baseline import BaselineJob
 from kernelgrade.evaluator.judge.correctness import check_correctness
@@ -56,10 +56,24 @@ from kernelgrade.evaluator.wire.prebuilt import Prebuilt
 def evaluate(request: EvalRequest, launcher: Launcher | None = None, progress: ProgressFn | None = None,
              warm: Warm | None = None) -> EvalResult:
     """Grade one submission. Never raises for anything the submission does. `warm`: what a long-lived judge
-    keeps between evaluations (run children started ahead, references); by default nothing is kept."""
+    keeps between evaluations (run children started ahead, references); by default nothing is kept. A
+    candidate whose run child ran out of device memory is graded a second time, with nothing kept
+    (second_attempt.py)."""
     launcher = launcher or SubprocessLauncher()
     own = warm is None
     warm = warm or Warm.nothing(launcher, request.work_root, request.cache_dir)
+    try:
+        first = _attempt(request, launcher, progress, warm)
+        if not second_attempt.deserves_another(first):
+            return first
+        _let_go_of_kept(warm, judge_device(request))
+        return second_attempt.after_retry(_attempt(request, launcher, progress, warm), first)
+    finally:
+        if own:
+            warm.close()
+
+
+def _attempt(request: EvalRequest, launcher: Launcher, progress: ProgressFn | None, warm: Warm) -> EvalResult:
     job = Job.start(request, launcher, progress or (lambda _p: None), warm)
     record = Record()
     ran_out = False
@@ -77,8 +91,6 @@ def evaluate(request: EvalRequest, launcher: Launcher | None = None, progress: P
         if ran_out:
             _let_go_of_kept(warm, job.device)
         leave_room(job.device)  # for the next evaluation's child, and any other process on the device
-        if own:
-            warm.close()
 
 
 def _let_go_of_kept(warm: Warm, device: torch.device) -> None:
@@ -86,7 +98,9 @@ def _let_go_of_kept(warm: Warm, device: torch.device) -> None:
     failed evaluation's frames can hold device tensors in reference cycles; collecting them frees those too."""
     if warm.references is not None:
         warm.references.let_go_on(device)
+    warm.children.let_go_of_kept()
     gc.collect()
+    leave_room(device)
 
 
 def _grade(job: Job, record: Record) -> EvalResult:
