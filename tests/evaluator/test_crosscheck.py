@@ -95,6 +95,25 @@ def test_a_tail_like_the_references_is_not_flagged() -> None:
     assert codes(timed(2.7, 2.75, 40, 40 * 3.05), loop) == set()  # no tails: a CPU phase
 
 
+def _starved(seen_ms: float | None, threads: int = 0) -> TimedReply:
+    """Reference 88 of KernelBench level 2 against itself on a host busy beside it: 3.2 ms of device time, a
+    held stream released 2.2 ms late in most reps because the timing thread waited that long for a CPU."""
+    integrity = Integrity((), (), threads)
+    reported = TimeReply((3.2,) * 40, (5.4,) * 40, "target_precision", "cuda_event", integrity,
+                         waited_ms=(2.2,) * 40)
+    return TimedReply(reported, 40 * 5.7 / 1000.0, seen_ms)
+
+
+def test_a_wall_gap_that_is_the_timing_threads_wait_for_a_cpu_is_not_flagged() -> None:
+    assert codes(_starved(seen_ms=40 * 2.2 + 3.0)) == set()
+
+
+def test_a_wait_the_judge_did_not_see_or_that_the_calls_threads_may_have_caused_stays_in_the_gap() -> None:
+    assert "work_outside_timed_stream" in codes(_starved(seen_ms=10.0))  # the child claims more than was seen
+    assert "work_outside_timed_stream" in codes(_starved(seen_ms=None))  # /proc could not be read
+    assert "work_outside_timed_stream" in codes(_starved(seen_ms=100.0, threads=2))  # it started threads
+
+
 def test_a_clock_rebound_during_reps_and_persisting_l2_are_flagged() -> None:
     reply = timed(2.7, 2.75, 40, 40 * 3.05, clock_tampered_reps=3, l2=L2Reset("reset", 1 << 20))
     found = {f.code: f for f in timing_findings(reply, LOOP)}

@@ -20,7 +20,7 @@ from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.child import run_child
 from kernelgrade.evaluator.integrity import tensor_checks
 from kernelgrade.evaluator.integrity.guard import Guard, is_clock
-from kernelgrade.evaluator.integrity.proctree import count_tree
+from kernelgrade.evaluator.integrity.proctree import count_tree, tree_waited_ns
 from kernelgrade.evaluator.integrity.tensor_checks import active_modes, fingerprint, inert, why_not_plain
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.wire import tensorfile
@@ -170,6 +170,49 @@ def test_proc_tree_counts_threads_and_processes() -> None:
         assert child.stdout is not None
         child.stdout.close()
     assert count_tree(child.pid) is None
+
+
+def _spinner(cpu: int) -> subprocess.Popen[bytes]:
+    code = f"import os; os.sched_setaffinity(0, {{{cpu}}}); print('ready', flush=True)\nwhile True: pass"
+    spinner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True)
+    assert spinner.stdout is not None and spinner.stdout.readline().strip() == b"ready"
+    return spinner
+
+
+def _stop(*spinners: subprocess.Popen[bytes]) -> None:
+    for spinner in spinners:
+        os.killpg(spinner.pid, signal.SIGKILL)
+        spinner.wait()
+        assert spinner.stdout is not None
+        spinner.stdout.close()
+
+
+def test_both_readings_of_a_threads_wait_for_a_cpu_see_two_busy_processes_on_one_cpu() -> None:
+    """Two processes spinning on one CPU each wait about half the time: the judge's reading of a child's tree
+    (proctree.tree_waited_ns) and the timing thread's own (timing._waited_ns) both show it."""
+    cpu = min(os.sched_getaffinity(0))
+    first, second = _spinner(cpu), _spinner(cpu)
+    try:
+        before = tree_waited_ns(first.pid)
+        time.sleep(0.5)
+        after = tree_waited_ns(first.pid)
+    finally:
+        _stop(first, second)
+    assert before is not None and after is not None and after - before > 100_000_000  # of about 250 ms
+    own, allowed = timing._open_schedstat(), os.sched_getaffinity(0)
+    competitor = _spinner(cpu)
+    try:
+        os.sched_setaffinity(0, {cpu})
+        waited, started = timing._waited_ns(own), time.perf_counter()
+        while time.perf_counter() - started < 0.3:
+            pass
+        waited = timing._waited_ns(own) - waited
+    finally:
+        os.sched_setaffinity(0, allowed)
+        _stop(competitor)
+        if own is not None:
+            os.close(own)
+    assert waited > 50_000_000  # of about 150 ms
 
 
 def test_call_sees_an_output_written_while_it_is_saved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,7 @@ the harness can see whether they changed afterwards.
 from __future__ import annotations
 
 import math
+import os
 import random
 import statistics
 import time
@@ -47,6 +48,8 @@ _Event = torch.cuda.Event
 _event_elapsed = torch.cuda.Event.elapsed_time
 _event_synchronize = torch.cuda.Event.synchronize
 _current_stream = torch.cuda.current_stream
+_os_pread = os.pread
+_os_fstat = os.fstat
 # Not predictable from inside the process (it reads the OS's entropy), unlike the `random` module's state.
 _entropy = random.SystemRandom()
 
@@ -88,6 +91,9 @@ class RawSamples:
     # How long the device stayed busy after each rep's end event, as the host saw it (0 on the CPU): work the
     # call left on a stream nobody joined (crosscheck.timing_findings).
     tail_ms: tuple[float, ...] = ()
+    # How long the timing thread waited for a CPU during each rep's host-inclusive time (0 on the CPU, and
+    # where the kernel keeps no schedstat): the host's load, which the cross-checks take out of the wall gap.
+    waited_ms: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,9 @@ class Rep:
     # the end event, so anything still running then is work the call put on a stream it never joined. Unlike
     # the wall gap it holds no host dispatch time, and a held stream's stretched flush cannot absorb it.
     tail_ms: float = 0.0
+    # From the call until the device was idle, the time the timing thread was ready to run but had no CPU
+    # (Linux's run-queue delay): on a busy host it lengthens the host-inclusive time, and it is not the call's.
+    waited_ms: float = 0.0
 
 
 def default_flush_bytes(device: torch.device) -> int:
@@ -282,6 +291,19 @@ class _Clock:
         self.device = device
         self.cuda = device.type == "cuda"
         self.holding = holding  # the phase's stream hold; the clock's own, so run() keeps its plain signature
+        # The timing thread's own schedstat, opened once: a read is a microsecond, outside the rep's windows.
+        self._schedstat = _open_schedstat() if self.cuda else None
+        self._schedstat_id = _os_fstat(self._schedstat)[1:3] if self._schedstat is not None else ()
+
+    def close(self) -> bool:
+        """Closes the schedstat; whether it was still the file opened (not another put in its place)."""
+        if self._schedstat is None:
+            return True
+        try:
+            return _os_fstat(self._schedstat)[1:3] == self._schedstat_id
+        finally:
+            os.close(self._schedstat)
+            self._schedstat = None
 
     def run(self, fn: Callable[..., Any], args: list[Any], flusher: Flusher | None = None) -> Rep:
         if not self.cuda:
@@ -311,6 +333,7 @@ class _Clock:
         if flusher is not None:
             flusher.flush()
         start.record()
+        waited = _waited_ns(self._schedstat)
         called = _perf_counter_ns()
         try:
             out = fn(*args)
@@ -322,6 +345,7 @@ class _Clock:
         ended = _perf_counter_ns()
         _cuda_synchronize(self.device)
         idle = _perf_counter_ns()
+        waited_ms = (_waited_ns(self._schedstat) - waited) / 1e6
         flush_ms = float(_event_elapsed(before, start))
         device_ms = float(_event_elapsed(start, end))
         tail_ms = (idle - ended) / 1e6
@@ -330,11 +354,30 @@ class _Clock:
                 holding.stop("forward() waited for the device while the stream was held")
             # Nothing of the rep ran before the release: the flush ran after it, then the call.
             wall = (idle - called) / 1e6 - flush_ms
-            return Rep(device_ms, wall, not released.released_by_host, out, flush_ms, tail_ms)
+            return Rep(device_ms, wall, not released.released_by_host, out, flush_ms, tail_ms, waited_ms)
         # The device ran the flush from about `enqueued` on; the call's host-inclusive time starts when both
         # the call has begun and the flush is done, as in a protocol that synchronizes before calling.
         began = max(called, enqueued + int(flush_ms * 1e6))
-        return Rep(device_ms, (idle - began) / 1e6, (issued - called) / 1e6 > flush_ms, out, flush_ms, tail_ms)
+        return Rep(device_ms, (idle - began) / 1e6, (issued - called) / 1e6 > flush_ms, out, flush_ms, tail_ms,
+                   waited_ms)
+
+
+def _open_schedstat() -> int | None:
+    """The calling thread's schedstat (Linux), or None where the kernel keeps none."""
+    try:
+        return os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+    except OSError:
+        return None
+
+
+def _waited_ns(schedstat: int | None) -> int:
+    """The thread's run-queue delay so far (schedstat's second field), 0 where it cannot be read."""
+    if schedstat is None:
+        return 0
+    try:
+        return int(_os_pread(schedstat, 96, 0).split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _rotation(inputs: InputRotation | Sequence[Sequence[Any]]) -> InputRotation:
@@ -351,17 +394,21 @@ def warm_up(fn: Callable[..., Any], input_sets: InputRotation | Sequence[Sequenc
     first, held = _Clock(device), _Clock(device, holding)
     rotation, intact = _rotation(input_sets), clock_intact
     calls, spent = 0, 0.0
-    while calls < params.warmup_calls or spent < params.warmup_ms:
-        args, tag = rotation.draw()
-        rep = (held if calls else first).run(fn, args)
-        if keeper is not None:
-            keeper.keep(calls, tag, rep.out)
-        spent += rep.wall_ms
-        del rep, args
-        calls += 1
-        # A rebound clock can claim no time passes; warming on would never end (the rebinding is flagged).
-        if calls >= WARMUP_CALL_CAP or not intact():
-            break
+    try:
+        while calls < params.warmup_calls or spent < params.warmup_ms:
+            args, tag = rotation.draw()
+            rep = (held if calls else first).run(fn, args)
+            if keeper is not None:
+                keeper.keep(calls, tag, rep.out)
+            spent += rep.wall_ms
+            del rep, args
+            calls += 1
+            # A rebound clock can claim no time passes; warming on would never end (the rebinding is flagged).
+            if calls >= WARMUP_CALL_CAP or not intact():
+                break
+    finally:
+        first.close()
+        held.close()
     return calls
 
 
@@ -380,34 +427,41 @@ def measure(
     wall_ms: list[float] = []
     flush_ms: list[float] = []
     tail_ms: list[float] = []
+    waited_ms: list[float] = []
     began = _perf_counter_ns()
     reason, tampered, host_bound = "max_reps", 0, 0
-    for index in range(params.max_reps):
-        args, tag = rotation.draw()
-        rep = clock.run(fn, args, flusher)
-        tampered += not intact()
-        host_bound += rep.host_bound
-        device_ms.append(rep.device_ms)
-        wall_ms.append(rep.wall_ms)
-        flush_ms.append(rep.flush_ms)
-        tail_ms.append(rep.tail_ms)
-        if keeper is not None:
-            keeper.keep(index, tag, rep.out)
-        del rep, args
-        stop = _stop_reason(device_ms, params, (_perf_counter_ns() - began) / 1e6)
-        if stop:
-            reason = stop
-            break
+    try:
+        for index in range(params.max_reps):
+            args, tag = rotation.draw()
+            rep = clock.run(fn, args, flusher)
+            tampered += not intact()
+            host_bound += rep.host_bound
+            device_ms.append(rep.device_ms)
+            wall_ms.append(rep.wall_ms)
+            flush_ms.append(rep.flush_ms)
+            tail_ms.append(rep.tail_ms)
+            waited_ms.append(rep.waited_ms)
+            if keeper is not None:
+                keeper.keep(index, tag, rep.out)
+            del rep, args
+            stop = _stop_reason(device_ms, params, (_perf_counter_ns() - began) / 1e6)
+            if stop:
+                reason = stop
+                break
+    finally:
+        if not clock.close():  # another file in the schedstat's place: its waits are not the thread's
+            waited_ms = [0.0] * len(waited_ms)
     return RawSamples(tuple(device_ms), tuple(wall_ms), reason, "cuda_event" if clock.cuda else "perf_counter_ns",
                       tampered, host_bound, tuple(flush_ms), holding.status if holding is not None else "",
-                      tuple(tail_ms))
+                      tuple(tail_ms), tuple(waited_ms))
 
 
 _CLOCK_GLOBALS = {name: globals()[name] for name in ("_perf_counter_ns", "_cuda_synchronize", "_Event",
                                                      "_event_elapsed", "_event_synchronize", "_current_stream",
-                                                     "device_synchronize")}
+                                                     "device_synchronize", "_os_pread", "_os_fstat",
+                                                     "_waited_ns", "_open_schedstat")}
 _CLOCK_METHODS: dict[str, tuple[Any, Any]] = {name: (vars(_Clock)[name], vars(_Clock)[name].__code__)
-                                               for name in ("run", "__init__")}
+                                               for name in ("run", "__init__", "close")}
 
 
 def clock_intact() -> bool:

@@ -367,7 +367,7 @@ class Harness:
         return TimeReply(device_ms=raw.device_ms, wall_ms=raw.wall_ms, stop_reason=raw.stop_reason, clock=raw.clock,
                          integrity=self._integrity(), l2=self.l2_state, clock_tampered_reps=raw.tampered_reps,
                          host_bound_reps=raw.host_bound_reps, flush_ms=raw.flush_ms, hold=raw.hold,
-                         tail_ms=raw.tail_ms)
+                         tail_ms=raw.tail_ms, waited_ms=raw.waited_ms)
 
     def timed_outputs(self, request: TimedOutputsRequest) -> TimedOutputsReply:
         """A sample of timed outputs (the last of each input set and some drawn at random), fingerprinted

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kernelgrade.evaluator.host.hold_watch import watch
+from kernelgrade.evaluator.integrity.proctree import tree_waited_ns
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.result import Failure, Stage
 from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
@@ -145,11 +146,14 @@ class RunSession:
         """Time the candidate on the input sets and flush buffer given to warmup(); `keep_outputs`: whether the
         child keeps a sample of the timed outputs for timed_outputs()."""
         request = TimeRequest(params, keep_outputs)
+        waited = tree_waited_ns(self.child.proc.pid)
         started = time.perf_counter()
         with watch().watching(self.hold_page):
             raw = self._exchange(Stage.TIMING, request, timeout)
         outer = time.perf_counter() - started  # up to the reply's arrival: decoding it is the judge's own work
-        return TimedReply(self._read(Stage.TIMING, request, raw), outer)
+        after = tree_waited_ns(self.child.proc.pid)
+        seen = (after - waited) / 1e6 if waited is not None and after is not None else None
+        return TimedReply(self._read(Stage.TIMING, request, raw), outer, seen)
 
     def timed_outputs(self, outputs_dir: Path, timeout: float) -> TimedOutputsReply:
         """Have the child write its sample of timed outputs, each as [set, scale step, rep, [outputs]], to

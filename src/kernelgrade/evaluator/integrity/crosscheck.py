@@ -14,6 +14,9 @@ from kernelgrade.evaluator.wire.replies import Extensions, Integrity, TimedReply
 
 # Host-side slack per rep beyond the reference's own: launch latency and scheduler noise on a busy host.
 WALL_GAP_SLACK_MS = 0.5
+# A rep's wait for a CPU (timing.Rep.waited_ms) is the child's report; the judge's own reading of the child's
+# threads around the phase bounds their sum, with this slack for the two readings' own moments.
+WAITED_SLACK_MS = 1.0
 # The device's median busy time after the end event beyond the reference's. Both are the host's wake-up from
 # one wait into the next (microseconds, the same code on both sides) where nothing was left running, so the
 # slack only covers a busy host's scheduling noise in a median. A side stream's last wave of a large kernel is
@@ -72,7 +75,7 @@ def flush_corrected(candidate: TimedReply, reference: ReferenceLoop) -> tuple[tu
 
 def timing_findings(candidate: TimedReply, reference: ReferenceLoop) -> list[Finding]:
     reported = candidate.reported
-    findings = [*_stream_findings(reported, reference), *_outer_findings(candidate, reference)]
+    findings = [*_stream_findings(candidate, reference), *_outer_findings(candidate, reference)]
     if reported.clock_tampered_reps > 0:
         findings.append(Finding("timer_patched", Severity.FLAG,
             f"the harness's clock was rebound during {reported.clock_tampered_reps} of {len(reported.wall_ms)}"
@@ -82,8 +85,22 @@ def timing_findings(candidate: TimedReply, reference: ReferenceLoop) -> list[Fin
     return findings + integrity_findings(reported.integrity)
 
 
-def _stream_findings(candidate: TimeReply, reference: ReferenceLoop) -> list[Finding]:
-    gaps = [w - d for w, d in zip(candidate.wall_ms, candidate.device_ms, strict=True)]
+def wall_gaps(timed: TimedReply) -> list[float]:
+    """Each rep's host-inclusive time beyond its device time, less the timing thread's wait for a CPU: a busy
+    host's load, not work of the call. The wait is taken out only where the judge can vouch for it: the judge
+    saw the child's threads wait at least as long in all, and the call started no threads (their competition
+    for the CPU could be the submission's own doing while its work ran elsewhere)."""
+    reply = timed.reported
+    waited, reps = reply.waited_ms, len(reply.wall_ms)
+    vouched = (len(waited) == reps and not reply.integrity.extra_threads and timed.waited_seen_ms is not None
+               and min(waited, default=0.0) >= 0.0 and sum(waited) <= timed.waited_seen_ms + WAITED_SLACK_MS)
+    taken = waited if vouched else (0.0,) * reps
+    return [w - d - q for w, d, q in zip(reply.wall_ms, reply.device_ms, taken, strict=True)]
+
+
+def _stream_findings(timed: TimedReply, reference: ReferenceLoop) -> list[Finding]:
+    candidate = timed.reported
+    gaps = wall_gaps(timed)
     median_wall = statistics.median(candidate.wall_ms)
     excess = statistics.median(gaps) - reference.wall_gap_ms
     if excess > max(WALL_GAP_SLACK_MS, 0.2 * median_wall):

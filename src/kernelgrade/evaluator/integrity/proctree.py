@@ -23,7 +23,23 @@ class TreeCount:
 
 def count_tree(root_pid: int, proc: Path = PROC) -> TreeCount | None:
     """Processes and threads in the tree rooted at root_pid; None where /proc cannot show it."""
-    pending, seen, threads = [root_pid], set[int](), 0
+    tree = _walk(root_pid, proc)
+    return None if tree is None else TreeCount(len(tree), sum(len(tasks) for tasks in tree.values()))
+
+
+def tree_waited_ns(root_pid: int, proc: Path = PROC) -> int | None:
+    """How long the tree's threads have waited, together, for a CPU while ready to run (each thread's
+    schedstat run-queue delay); None where /proc cannot show it. The judge's own reading, around a timed phase,
+    of what the child reports per rep (crosscheck.wall_gaps)."""
+    tree = _walk(root_pid, proc)
+    if tree is None:
+        return None
+    return sum(_waited(proc / str(pid) / "task" / tid) for pid, tasks in tree.items() for tid in tasks)
+
+
+def _walk(root_pid: int, proc: Path) -> dict[int, list[str]] | None:
+    """Each process of the tree with its thread ids; None where the root cannot be read."""
+    pending, seen = [root_pid], dict[int, list[str]]()
     while pending and len(seen) < MAX_PROCESSES:
         pid = pending.pop()
         if pid in seen:
@@ -33,10 +49,16 @@ def count_tree(root_pid: int, proc: Path = PROC) -> TreeCount | None:
             if pid == root_pid:
                 return None
             continue  # exited while we looked
-        seen.add(pid)
-        threads += len(tasks)
+        seen[pid] = tasks
         pending.extend(_children(proc, pid, tasks))
-    return TreeCount(len(seen), threads)
+    return seen
+
+
+def _waited(task: Path) -> int:
+    try:
+        return int((task / "schedstat").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0  # exited while we looked, or a kernel that keeps no schedstat
 
 
 def _tasks(proc: Path, pid: int) -> list[str] | None:

@@ -24,6 +24,7 @@ from kernelgrade.evaluator.host.reference import Reference
 from kernelgrade.evaluator.host.run_children import ChildKind, KeptChild, RunChildren, discard
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.host.trial_store import problem_version
+from kernelgrade.evaluator.integrity.crosscheck import wall_gaps
 from kernelgrade.evaluator.request import Limits, TimingParams
 from kernelgrade.evaluator.wire import tensorfile
 from kernelgrade.evaluator.wire.replies import TimedReply
@@ -63,7 +64,7 @@ class ReferenceRun:
     """One timed run of the reference, and what the judge saw of the child's loop (crosscheck.ReferenceLoop)."""
 
     raw: timing.RawSamples
-    wall_gap_ms: float  # median per-rep (wall - device) time
+    wall_gap_ms: float  # median per-rep (wall - device - waited for a CPU) time
     overhead_per_rep_ms: float  # the judge's clock around the phase, less the reps' wall times, per rep
     tail_ms: float = 0.0  # median device time after each rep's end event (timing.Rep.tail_ms)
 
@@ -72,8 +73,8 @@ class ReferenceRun:
         reply = timed.reported
         raw = timing.RawSamples(reply.device_ms, reply.wall_ms, reply.stop_reason, reply.clock,
                                 host_bound_reps=reply.host_bound_reps, flush_ms=reply.flush_ms, hold=reply.hold,
-                                tail_ms=reply.tail_ms)
-        gap = statistics.median(w - d for w, d in zip(reply.wall_ms, reply.device_ms, strict=True))
+                                tail_ms=reply.tail_ms, waited_ms=reply.waited_ms)
+        gap = statistics.median(wall_gaps(timed))
         overhead = (timed.outer_seconds * 1000.0 - sum(reply.wall_ms)) / len(reply.wall_ms)
         return cls(raw, gap, overhead, statistics.median(reply.tail_ms) if reply.tail_ms else 0.0)
 

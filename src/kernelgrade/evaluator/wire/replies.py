@@ -83,6 +83,7 @@ class TimeReply:
     flush_ms: tuple[float, ...] = ()  # each rep's flush, as the device ran it (timing.RawSamples)
     hold: str = ""  # whether the reps held the stream until enqueued (timing.Holding.status)
     tail_ms: tuple[float, ...] = ()  # each rep's device time after its end event (timing.RawSamples)
+    waited_ms: tuple[float, ...] = ()  # each rep's wait for a CPU in its host-inclusive time (timing.RawSamples)
 
 
 @dataclass(frozen=True)
@@ -99,3 +100,6 @@ class TimedReply:
 
     reported: TimeReply
     outer_seconds: float
+    # The judge's own reading of how long the child's threads waited for a CPU during the phase (proctree.py);
+    # None where it could not be read.
+    waited_seen_ms: float | None = None
