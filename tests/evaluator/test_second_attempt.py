@@ -1,5 +1,5 @@
 """A candidate whose run child ran out of device memory is graded again with nothing kept, and the second
-attempt's verdict is the one given (judge/second_attempt.py)."""
+attempt's verdict is the one given (judge/second_attempt.py); the time each attempt spends cleaning up counts."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from kernelgrade.evaluator.judge.second_attempt import FIRST_ATTEMPT, deserves_a
 from kernelgrade.evaluator.result import EvalResult, Failure, Stage, Verdict
 from kernelgrade.evaluator.sandbox.launcher import SubprocessLauncher
 from tests.conftest import RequestFactory
+from tests.evaluator.test_judge_memory import ADD_SUBMISSION
 from tests.evaluator.test_warm import ADD
 
 # Runs out of memory the first time its forward() is called, where `marker` is not yet written: the first
@@ -82,3 +83,10 @@ def test_only_a_run_childs_out_of_memory_earns_another_attempt() -> None:
     assert not deserves_another(ended(Verdict.INCORRECT, Stage.CORRECTNESS, oom))  # wrong values stay wrong
     assert not deserves_another(ended(Verdict.RUNTIME_ERROR, Stage.COMPILE, oom))  # a build runs no judge beside it
     assert not deserves_another(EvalResult(Verdict.CORRECT, "p", "h", "fp32"))
+
+
+def test_the_evaluations_cleanup_is_a_stage_of_its_own(make_request: RequestFactory) -> None:
+    result = evaluate(make_request(ADD, ADD_SUBMISSION, measure_timing=False), SubprocessLauncher())
+    assert result.verdict is Verdict.CORRECT
+    assert result.stage_seconds[-1][0] == "cleanup" and result.stage_seconds[-1][1] >= 0.0
+    assert result.wall_s >= result.seconds - 0.01  # the cleanup counts in both

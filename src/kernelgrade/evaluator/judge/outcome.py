@@ -6,6 +6,7 @@ Only the grader's own faults become `error`.
 
 from __future__ import annotations
 
+import dataclasses
 import traceback
 
 import torch
@@ -59,6 +60,13 @@ def grader_error(job: Job, record: Record) -> EvalResult:
                       "the grader itself failed; this is not the submission's fault. It will be retried.",
                       detail=traceback.format_exc(limit=20))
     return build_result(job, record, Verdict.ERROR, failure)
+
+
+def with_cleanup(result: EvalResult, seconds: float) -> EvalResult:
+    """The result with the time its evaluation took to clean up after it was built (its files removed, the
+    device's cache handed back): a stage of its own, `cleanup`, so that where the judge's time goes adds up."""
+    return dataclasses.replace(result, stage_seconds=(*result.stage_seconds, ("cleanup", seconds)),
+                               wall_s=result.wall_s + seconds)
 
 
 def verdict_for(failure: Failure) -> Verdict:

@@ -13,6 +13,7 @@ import dataclasses
 import gc
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import torch
@@ -40,6 +41,7 @@ from kernelgrade.evaluator.judge.outcome import (
     ended_early,
     grader_error,
     reset_peak_memory,
+    with_cleanup,
 )
 from kernelgrade.evaluator.judge.progress import ProgressFn
 from kernelgrade.evaluator.judge.record import Record
@@ -80,17 +82,19 @@ def _attempt(request: EvalRequest, launcher: Launcher, progress: ProgressFn | No
     try:
         with on_device(job.device):
             reset_peak_memory(job.device)
-            return _grade(job, record)
+            result = _grade(job, record)
     except torch.cuda.OutOfMemoryError:
         ran_out = True  # the grader's own: the child's out-of-memory is its verdict, not an exception here
-        return grader_error(job, record)
+        result = grader_error(job, record)
     except Exception:
-        return grader_error(job, record)
+        result = grader_error(job, record)
     finally:
+        started = time.perf_counter()
         job.cleanup()
         if ran_out:
             _let_go_of_kept(warm, job.device)
         leave_room(job.device)  # for the next evaluation's child, and any other process on the device
+    return with_cleanup(result, time.perf_counter() - started)
 
 
 def _let_go_of_kept(warm: Warm, device: torch.device) -> None:
