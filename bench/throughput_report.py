@@ -12,8 +12,9 @@ from kernelbench_inprocess import InProcess
 from throughput_service import Config, Graded
 
 # The stages a run child holds the device for; compile, validate (reference preparation included) and
-# child_start are not counted (a warm judge starts children while the device grades something else).
-DEVICE_STAGES = ("load", "correctness", "timing", "compiled_baseline")
+# child_start are not counted (a warm judge starts children while the device grades something else). A second
+# attempt's first one (a child that ran out of device memory) counts whole: it held the device up to its end.
+DEVICE_STAGES = ("load", "correctness", "timing", "compiled_baseline", "first_attempt")
 
 
 @dataclass(frozen=True)

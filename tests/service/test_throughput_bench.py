@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Three C++ builds (about 20-35 s each on 2 cores, the compile error included) and one more in the bench's own
 # process; the fast profile keeps grading itself to seconds.
 BENCH_S = 420.0
-DEVICE_STAGES = ("load", "correctness", "timing", "compiled_baseline")
+DEVICE_STAGES = ("load", "correctness", "timing", "compiled_baseline", "first_attempt")
 # A SIGKILLed process is gone at once; this only bounds the wait for the kernel to reap it on a loaded host.
 KILLED_S = 30.0
 
