@@ -287,12 +287,13 @@ class Holding:
 class _Clock:
     """One rep's device and host-inclusive time: CUDA events on a GPU, the wall clock on the CPU."""
 
-    def __init__(self, device: torch.device, holding: Holding | None = None) -> None:
+    def __init__(self, device: torch.device, holding: Holding | None = None, waits: bool = False) -> None:
         self.device = device
         self.cuda = device.type == "cuda"
         self.holding = holding  # the phase's stream hold; the clock's own, so run() keeps its plain signature
         # The timing thread's own schedstat, opened once: a read is a microsecond, outside the rep's windows.
-        self._schedstat = _open_schedstat() if self.cuda else None
+        # Only timed reps need their waits; a clock without one reads 0.
+        self._schedstat = _open_schedstat() if self.cuda and waits else None
         self._schedstat_id = _os_fstat(self._schedstat)[1:3] if self._schedstat is not None else ()
 
     def close(self) -> bool:
@@ -394,21 +395,17 @@ def warm_up(fn: Callable[..., Any], input_sets: InputRotation | Sequence[Sequenc
     first, held = _Clock(device), _Clock(device, holding)
     rotation, intact = _rotation(input_sets), clock_intact
     calls, spent = 0, 0.0
-    try:
-        while calls < params.warmup_calls or spent < params.warmup_ms:
-            args, tag = rotation.draw()
-            rep = (held if calls else first).run(fn, args)
-            if keeper is not None:
-                keeper.keep(calls, tag, rep.out)
-            spent += rep.wall_ms
-            del rep, args
-            calls += 1
-            # A rebound clock can claim no time passes; warming on would never end (the rebinding is flagged).
-            if calls >= WARMUP_CALL_CAP or not intact():
-                break
-    finally:
-        first.close()
-        held.close()
+    while calls < params.warmup_calls or spent < params.warmup_ms:
+        args, tag = rotation.draw()
+        rep = (held if calls else first).run(fn, args)
+        if keeper is not None:
+            keeper.keep(calls, tag, rep.out)
+        spent += rep.wall_ms
+        del rep, args
+        calls += 1
+        # A rebound clock can claim no time passes; warming on would never end (the rebinding is flagged).
+        if calls >= WARMUP_CALL_CAP or not intact():
+            break
     return calls
 
 
@@ -422,7 +419,7 @@ def measure(
     holding: Holding | None = None,
 ) -> RawSamples:
     """Time fn on fresh input values until the mean and median are precise enough or a cap is reached."""
-    clock, rotation, intact = _Clock(device, holding), _rotation(input_sets), clock_intact
+    clock, rotation, intact = _Clock(device, holding, waits=True), _rotation(input_sets), clock_intact
     device_ms: list[float] = []
     wall_ms: list[float] = []
     flush_ms: list[float] = []

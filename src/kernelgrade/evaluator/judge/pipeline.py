@@ -92,8 +92,9 @@ def _attempt(request: EvalRequest, launcher: Launcher, progress: ProgressFn | No
         started = time.perf_counter()
         job.cleanup()
         if ran_out:
-            _let_go_of_kept(warm, job.device)
-        leave_room(job.device)  # for the next evaluation's child, and any other process on the device
+            _let_go_of_kept(warm, job.device)  # leaves room too
+        else:
+            leave_room(job.device)  # for the next evaluation's child, and any other process on the device
     return with_cleanup(result, time.perf_counter() - started)
 
 
