@@ -6,7 +6,7 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kernelbench_inprocess import InProcess
 from throughput_service import Config, Graded
@@ -101,6 +101,7 @@ class RunReport:
     verdicts: list[Count]
     mismatches: list[Mismatch]
     checks: list[Check]
+    notes: list[str] = field(default_factory=list)  # "submission N (case): code: message", see Graded.notes
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,8 @@ def summarize(config: Config, graded: list[Graded], devices: int, build_pass_s: 
         busy_fraction=sum(device) / (wall * devices), build_pass_s=build_pass_s, stages=stage_rows(graded),
         judge_time=judge_time(graded, wall * devices), by_case=case_rows(graded), speedups=spreads(graded),
         case_parts=case_parts(graded),
-        verdicts=_counted(_verdict_name(g) for g in graded), mismatches=mismatches(graded), checks=checks(graded))
+        verdicts=_counted(_verdict_name(g) for g in graded), mismatches=mismatches(graded), checks=checks(graded),
+        notes=[f"submission {g.submission_id} ({g.case}): {note}" for g in graded for note in g.notes])
 
 
 # judge_time()'s parts, in the order they print; a run has either the rest of each job whole or split in two.
@@ -332,6 +334,8 @@ def _print_verdicts(runs: list[RunReport]) -> None:
         for m in r.mismatches:
             print(f"  {r.label}: submission {m.submission_id} ({m.case}) expected {m.expected}, got {m.verdict}"
                   f" ({m.code})" + (f"\n    {m.why}" if m.why else ""))
+        for note in r.notes:
+            print(f"  {r.label}: {note}")
 
 
 def _print_checks(runs: list[RunReport]) -> None:

@@ -56,6 +56,8 @@ class Graded:
     speedup: float | None  # reference median / candidate median, where it was timed
     checks: tuple[tuple[str, str], ...]  # (check, what the result records for it)
     why: str = ""  # the failure's message, or the flags' details: what a mismatch is printed with
+    # The messages of findings that explain what a verdict cost (NOTED): printed whatever the verdict.
+    notes: tuple[str, ...] = ()
 
 
 @contextmanager
@@ -179,7 +181,7 @@ def graded(submission: Submission, body: dict[str, Any]) -> Graded:
                   stages=tuple((str(label), float(s)) for label, s in result.get("stage_seconds", [])),
                   wall_s=float(result["wall_s"]) if result.get("wall_s") else None,
                   speedup=float(evaluation["speedup"]) if evaluation.get("speedup") else None,
-                  checks=_checks(evaluation, result), why=_why(evaluation, failure))
+                  checks=_checks(evaluation, result), why=_why(evaluation, failure), notes=_notes(evaluation))
 
 
 def _progress(body: dict[str, Any]) -> str:
@@ -196,6 +198,15 @@ def _progress(body: dict[str, Any]) -> str:
 def _why(evaluation: dict[str, Any], failure: dict[str, Any]) -> str:
     flags = [f"{f['code']}: {f.get('message', '')}" for f in evaluation.get("findings", []) if f["severity"] == "flag"]
     return str(failure.get("message") or "; ".join(flags))
+
+
+# A second attempt doubles a verdict's device time, and only its message says where the first one ran out
+# (the stage, the judge's peak); a stream's table shows no more than the count.
+NOTED = frozenset({"graded_again_after_out_of_memory", "timing_sets_reduced"})
+
+
+def _notes(evaluation: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(f"{f['code']}: {f.get('message', '')}" for f in evaluation.get("findings", []) if f["code"] in NOTED)
 
 
 def _epoch(stamp: str) -> float:
