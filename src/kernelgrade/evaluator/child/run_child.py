@@ -372,14 +372,16 @@ class Harness:
     def timed_outputs(self, request: TimedOutputsRequest) -> TimedOutputsReply:
         """A sample of timed outputs (the last of each input set and some drawn at random), fingerprinted
         again after a settle; written outside the judge's clock around `time`, one file per kept rep
-        (`timed_{i}.kgt` in the given directory) so that no file holds more than one call's outputs."""
+        (`timed_{i}.kgt` in the given directory, as [set, scale step, rep, *outputs]) so that no file holds more
+        than one call's outputs."""
         kept = self.keeper.kept() if self.keeper else []
         self._settle(self.settle_s)
         self._check_timing_state()
         changed = [e.rep for e in kept if fingerprints(e.outputs) != e.at_return]
         with inert():
             for i, e in enumerate(kept):
-                entry = [e.tag[0], e.tag[1], e.rep, [v if why_not_plain(v) == "" else None for v in e.outputs]]
+                # Outputs at the top level, where the judge's load moves them through pinned memory.
+                entry = [e.tag[0], e.tag[1], e.rep, *[v if why_not_plain(v) == "" else None for v in e.outputs]]
                 tensorfile.save(request.outputs_dir / f"timed_{i}.kgt", entry)
         return TimedOutputsReply(kept=len(kept), changed_after_return=tuple(changed), integrity=self._integrity())
 

@@ -156,7 +156,7 @@ class RunSession:
         return TimedReply(self._read(Stage.TIMING, request, raw), outer, seen)
 
     def timed_outputs(self, outputs_dir: Path, timeout: float) -> TimedOutputsReply:
-        """Have the child write its sample of timed outputs, each as [set, scale step, rep, [outputs]], to
+        """Have the child write its sample of timed outputs, each as [set, scale step, rep, *outputs], to
         `outputs_dir`/timed_{i}.kgt."""
         return self._request(Stage.TIMING, TimedOutputsRequest(outputs_dir), timeout)
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.host.device_room import compare_in_room
 from kernelgrade.evaluator.host.reference import Reference, to_device
@@ -41,11 +43,10 @@ def _recheck(job: Job, reference: Reference, sets: list[list[Any]], folder: Path
                      f" {len(sets) + timing.SAMPLED_OUTPUTS}")
     placed: dict[int, list[Any]] = {}  # each input set moved to the device once, however many reps used it
     for i in range(kept):
-        set_index, step, rep, stored = _timed_entry(_load_timed(folder / f"timed_{i}.kgt"), len(sets))
+        set_index, step, rep, outs = _timed_entry(_load_timed(folder / f"timed_{i}.kgt", job.device), len(sets))
         if set_index not in placed:
             placed[set_index] = to_device(sets[set_index], job.device)
         inputs = timing.scaled_inputs(placed[set_index], step, which[set_index])
-        outs = to_device(stored, job.device)
         expected = reference.expected(inputs)
         refs = expected.refs
         if any(o is None for o in outs) or len(outs) != len(refs) or any(
@@ -57,9 +58,10 @@ def _recheck(job: Job, reference: Reference, sets: list[list[Any]], folder: Path
                          f" wrong although the checked calls were right: {comparison.message}")
 
 
-def _load_timed(path: Path) -> Any:
+def _load_timed(path: Path, device: torch.device) -> Any:
+    """The file's top-level tensors on `device`, moved as a checked call's outputs are (tensorfile.load)."""
     try:
-        loaded = tensorfile.load(path)
+        loaded = tensorfile.load(path, device)
         tensorfile.remove(path)
         return loaded
     except (OSError, tensorfile.TensorFileError) as exc:
@@ -67,10 +69,10 @@ def _load_timed(path: Path) -> Any:
 
 
 def _timed_entry(entry: Any, sets: int) -> tuple[int, int, int, list[Any]]:
-    """[set, scale step, rep, [outputs]] as the child wrote it; anything else is a wrong timed output."""
-    if (isinstance(entry, list) and len(entry) == 4 and all(isinstance(v, int) for v in entry[:3])
-            and isinstance(entry[3], list) and 0 <= entry[0] < sets and 0 <= entry[1] <= timing.SCALE_STEPS):
-        return entry[0], entry[1], entry[2], entry[3]
+    """[set, scale step, rep, *outputs] as the child wrote it; anything else is a wrong timed output."""
+    if (isinstance(entry, list) and len(entry) >= 3 and all(isinstance(v, int) for v in entry[:3])
+            and 0 <= entry[0] < sets and 0 <= entry[1] <= timing.SCALE_STEPS):
+        return entry[0], entry[1], entry[2], entry[3:]
     raise _wrong("the timed outputs were not in the harness's form")
 
 
