@@ -17,7 +17,7 @@ from kernelgrade.evaluator.wire import tensorfile
 def test_a_timed_file_gives_its_set_step_rep_and_outputs_and_is_removed(tmp_path: Path) -> None:
     path, out = tmp_path / "timed_0.kgt", torch.arange(6.0).reshape(2, 3)
     tensorfile.save(path, [2, timing.SCALE_STEPS, 17, out, None])
-    set_index, step, rep, outs = _timed_entry(_load_timed(path, torch.device("cpu")), sets=3)
+    set_index, step, rep, outs = _timed_entry(_load_timed(path, torch.device("cpu"), 6 * 4), sets=3)
     assert (set_index, step, rep) == (2, timing.SCALE_STEPS, 17) and outs[1] is None
     assert torch.equal(outs[0], out) and not path.exists()
 
@@ -36,4 +36,14 @@ def test_anything_else_is_a_wrong_timed_output(entry: object) -> None:
 
 def test_a_missing_file_is_a_wrong_timed_output(tmp_path: Path) -> None:
     with pytest.raises(Verdicted):
-        _load_timed(tmp_path / "timed_9.kgt", torch.device("cpu"))
+        _load_timed(tmp_path / "timed_9.kgt", torch.device("cpu"), 4)
+
+
+def test_a_file_larger_than_one_call_s_outputs_is_a_wrong_timed_output(tmp_path: Path) -> None:
+    path = tmp_path / "timed_0.kgt"
+    tensorfile.save(path, [0, 0, 1, torch.zeros(1024)])
+    # Outputs whose bytes with the largest header allowed come to one byte less than the file.
+    output_bytes = tensorfile.size(path) - 1 - 8 - tensorfile.MAX_HEADER_BYTES
+    with pytest.raises(Verdicted):
+        _load_timed(path, torch.device("cpu"), output_bytes)
+    assert _load_timed(path, torch.device("cpu"), output_bytes + 1)[2] == 1

@@ -10,7 +10,8 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator.compare import Comparison, Expected, compare_values
-from kernelgrade.evaluator.compare_memory import MemoryBudget
+from kernelgrade.evaluator.compare_elements import device_free_bytes
+from kernelgrade.evaluator.compare_memory import USABLE_SHARE, MemoryBudget
 from kernelgrade.evaluator.device_cache import leave_room
 from kernelgrade.evaluator.request import PrecisionPolicy
 
@@ -29,3 +30,11 @@ def compare_in_room(outputs: Sequence[Any], expected: Expected, policy: Precisio
     except torch.cuda.OutOfMemoryError:
         leave_room(device)
         return compare_values(outputs, expected, policy, MemoryBudget(device_bytes=0))
+
+
+def outputs_device(device: torch.device, outputs_bytes: int) -> torch.device:
+    """Where a run child's outputs are read to: the judge's device where they fit in what is free there beside
+    the comparison's chunks, else the host, from which the comparison moves them to the device a chunk at a
+    time (compare_memory.py)."""
+    free = device_free_bytes(device, MemoryBudget())
+    return device if outputs_bytes <= free * USABLE_SHARE else torch.device("cpu")

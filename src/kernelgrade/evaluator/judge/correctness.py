@@ -14,10 +14,8 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator.compare import Comparison, Expected, check_structure
-from kernelgrade.evaluator.compare_elements import device_free_bytes
-from kernelgrade.evaluator.compare_memory import USABLE_SHARE, MemoryBudget
 from kernelgrade.evaluator.device_cache import allocated, leave_room, peak_above
-from kernelgrade.evaluator.host.device_room import compare_in_room
+from kernelgrade.evaluator.host.device_room import compare_in_room, outputs_device
 from kernelgrade.evaluator.host.reference import Footprint, Reference, TrialData, derive_seed
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.judge.job import Job, on_device
@@ -150,16 +148,9 @@ def _read_outputs(path: Path, device: torch.device, refs: Sequence[torch.Tensor]
     outputs_bytes = sum(r.numel() * r.element_size() for r in refs)
     limit = outputs_bytes + 8 + tensorfile.MAX_HEADER_BYTES
     try:
-        return tensorfile.load(path, _outputs_device(device, outputs_bytes), max_bytes=limit)
+        return tensorfile.load(path, outputs_device(device, outputs_bytes), max_bytes=limit)
     except tensorfile.TensorFileError as exc:
         return Comparison(False, "output_unreadable", f"the output file the harness wrote could not be read: {exc}")
-
-
-def _outputs_device(device: torch.device, outputs_bytes: int) -> torch.device:
-    """The judge's device where the outputs fit in what is free there beside the comparison's chunks, else
-    the host: the comparison then moves them to the device a chunk at a time (compare_memory.py)."""
-    free = device_free_bytes(device, MemoryBudget())
-    return device if outputs_bytes <= free * USABLE_SHARE else torch.device("cpu")
 
 
 def _judge_call(job: Job, record: Record, trial: Trial, reply: CallReply, mutated: list[int], expected: Expected,
