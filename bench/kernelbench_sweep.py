@@ -8,6 +8,9 @@ named by its catalogue name) are graded for the problems chosen, builds and all.
 
     python bench/kernelbench_sweep.py KernelBench/KernelBench --level 1 --limit 10
 
+With --repeat N each problem's reference is graded N times, each afresh, and the summary gives the spread of
+each problem's speedups: how far its timing moves between gradings, which one grading cannot show.
+
 Problems are graded least device memory first (`--in-file-order` to keep the files' order), so a sweep cut
 short (a GPU lease ran out) has graded as many as it could; it goes on where it stopped with `--skip-correct
 OUTPUT`: the problems whose references that output shows `correct` are left out.
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import statistics
 import sys
 import tempfile
 from collections import Counter
@@ -116,21 +120,23 @@ def _order(problem: Problem) -> tuple[int, str]:
     return (int(match.group(1)) if match else 1 << 30, problem.name)
 
 
-def submissions(problems: Sequence[Problem], kernels: Path | None) -> list[SubmissionIn]:
-    """Each problem's reference renamed ModelNew, each followed by the kernel of `kernels` written for it, if any:
-    a sweep cut short by its lease has graded the kernels of the problems it reached."""
+def submissions(problems: Sequence[Problem], kernels: Path | None, repeat: int = 1) -> list[SubmissionIn]:
+    """Each problem's reference renamed ModelNew (`repeat` times, each graded afresh), each followed by the kernel
+    of `kernels` written for it, if any: a sweep cut short by its lease has graded the kernels of the problems it
+    reached."""
     files = {f.stem: f for f in kernels.glob("*.py")} if kernels is not None else {}
     chosen: list[SubmissionIn] = []
     for p in problems:
-        chosen.append(SubmissionIn(problem=p.name, source=as_model_new(p.source), submitter=SUBMITTER,
-                                   model=REFERENCE, force=True))
+        chosen += [SubmissionIn(problem=p.name, source=as_model_new(p.source), submitter=SUBMITTER, model=REFERENCE,
+                                force=True) for _ in range(repeat)]
         if p.name in files:
             chosen.append(SubmissionIn(problem=p.name, source=files[p.name].read_text(), submitter=SUBMITTER,
                                        model=files[p.name].name, force=True))
     return chosen
 
 
-def sweep(problems: list[Problem], kernels: Path | None, settings: dict[str, str], timeout_s: float) -> list[Row]:
+def sweep(problems: list[Problem], kernels: Path | None, settings: dict[str, str], timeout_s: float,
+          repeat: int = 1) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="kernelgrade-sweep-") as tmp, \
             served(Path(tmp) / "data", Path(tmp) / "sweep.db", settings) as service:
         for problem in problems:
@@ -140,7 +146,7 @@ def sweep(problems: list[Problem], kernels: Path | None, settings: dict[str, str
             if not response.is_success:
                 raise RuntimeError(f"problem {problem.name} was refused: {response.status_code} {response.text[:500]}")
         with Client(service.url) as client:
-            items = client.submit_many(submissions(problems, kernels))
+            items = client.submit_many(submissions(problems, kernels, repeat))
             ids = [_submitted(item.submission, item.error) for item in items]
             done = dict(_reported(client.as_completed(ids, timeout_s), len(ids)))
     return [done[i] for i in ids]
@@ -226,6 +232,7 @@ def summary(rows: list[Row]) -> list[str]:
     lines = [f"{len(references)} problems: " + ", ".join(f"{verdict} {n}" for verdict, n in sorted(counts.items()))]
     lines.append(f"speedups outside {STEADY[0]}-{STEADY[1]}x: {len(unsteady)}")
     lines += [f"  {r.problem}: {r.speedup:.3f}x" for r in unsteady if r.speedup is not None]
+    lines += spreads(references)
     lines += holds(rows)
     kernels = [r for r in rows if r.submission != REFERENCE]
     if kernels:
@@ -238,6 +245,21 @@ def summary(rows: list[Row]) -> list[str]:
         lines.append("largest (judge / child peak device memory): " + ", ".join(
             f"{_label(r)} {_gib(r.judge_peak_bytes)} / {_gib(r.child_peak_bytes)}" for r in largest))
     return lines
+
+
+def spreads(references: list[Row]) -> list[str]:
+    """Each problem graded more than once (--repeat): the median and range of its speedups and how many fell
+    outside the band. One grading of a problem whose timing moves says little; several show how far it moves."""
+    graded: dict[str, list[float]] = {}
+    for row in references:
+        if row.speedup is not None:
+            graded.setdefault(row.problem, []).append(row.speedup)
+    repeated = {name: sorted(v) for name, v in graded.items() if len(v) > 1}
+    if not repeated:
+        return []
+    return ["speedups of problems graded more than once: median (lowest-highest), outside the band", *(
+        f"  {name}: {statistics.median(v):.3f} ({v[0]:.3f}-{v[-1]:.3f}), "
+        f"{sum(not STEADY[0] <= s <= STEADY[1] for s in v)} of {len(v)}" for name, v in repeated.items())]
 
 
 def holds(rows: list[Row]) -> list[str]:
@@ -289,6 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="an earlier sweep's output: leave out the problems it shows correct")
     parser.add_argument("--in-file-order", action="store_true", help="grade in level and file-number order"
                         " (default: the problems needing the least device memory first)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N", help="grade each problem's reference N times,"
+                        " each afresh, and summarise the spread of its speedups (default: once)")
     parser.add_argument("--timeout-s", type=float, default=DEFAULT_TIMEOUT_S)
     args = parser.parse_args(argv)
     problems = selected(args.folder, args.level or [1, 2, 3], args.limit, args.problem)
@@ -305,7 +329,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"no problems of levels {args.level or [1, 2, 3]} under {args.folder}", file=sys.stderr)
         return 2
     print(f"# kernelbench sweep: {len(problems)} problems from {args.folder}", flush=True)
-    print(report(sweep(problems, args.kernels, _settings(args.env), args.timeout_s)))
+    if args.repeat < 1:
+        print("--repeat takes a count of 1 or more", file=sys.stderr)
+        return 2
+    print(report(sweep(problems, args.kernels, _settings(args.env), args.timeout_s, args.repeat)))
     return 0
 
 

@@ -112,3 +112,23 @@ def test_the_summary_counts_verdicts_held_on_both_sides_and_names_the_others(mon
     assert lines[0] == "stream hold: both sides held in 1 of 2 timed verdicts"
     assert lines[1:] == [f"  not held: 1_p: reference: {waited}; candidate: {held}"]
     assert kernelbench_sweep.holds(rows[2:]) == []
+
+
+def test_a_repeated_sweep_submits_each_reference_n_times_and_gives_each_problem_s_spread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    import kernelbench_sweep
+
+    problems = kernelbench_sweep.selected(FIXTURES, [1], None)
+    chosen = kernelbench_sweep.submissions(problems, None, repeat=3)
+    assert [s.problem for s in chosen] == [p.name for p in problems for _ in range(3)]
+    assert all(s.force and s.model == kernelbench_sweep.REFERENCE for s in chosen)
+
+    def row(problem: str, speedup: float | None) -> kernelbench_sweep.Row:
+        return kernelbench_sweep.Row(problem, kernelbench_sweep.REFERENCE, "correct", "", speedup, None, None, ())
+
+    rows = [row("lstm", 0.8), row("lstm", 1.0), row("lstm", 1.3), row("relu", 1.0), row("gru", 1.0), row("gru", None)]
+    assert kernelbench_sweep.spreads(rows) == [
+        "speedups of problems graded more than once: median (lowest-highest), outside the band",
+        "  lstm: 1.000 (0.800-1.300), 2 of 3"]
+    assert kernelbench_sweep.spreads(rows[3:]) == []
