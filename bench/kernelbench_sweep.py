@@ -315,6 +315,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         " each afresh, and summarise the spread of its speedups (default: once)")
     parser.add_argument("--timeout-s", type=float, default=DEFAULT_TIMEOUT_S)
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        print("--repeat takes a count of 1 or more", file=sys.stderr)
+        return 2
     problems = selected(args.folder, args.level or [1, 2, 3], args.limit, args.problem)
     if not args.in_file_order:
         problems = smallest_first(problems)
@@ -329,9 +332,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"no problems of levels {args.level or [1, 2, 3]} under {args.folder}", file=sys.stderr)
         return 2
     print(f"# kernelbench sweep: {len(problems)} problems from {args.folder}", flush=True)
-    if args.repeat < 1:
-        print("--repeat takes a count of 1 or more", file=sys.stderr)
-        return 2
     print(report(sweep(problems, args.kernels, _settings(args.env), args.timeout_s, args.repeat)))
     return 0
 

@@ -5,6 +5,7 @@ before the child needs room, and sizes its own large allocations by what is free
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -14,6 +15,7 @@ from kernelgrade.evaluator.compare_elements import device_free_bytes
 from kernelgrade.evaluator.compare_memory import USABLE_SHARE, MemoryBudget
 from kernelgrade.evaluator.device_cache import leave_room
 from kernelgrade.evaluator.request import PrecisionPolicy
+from kernelgrade.evaluator.wire import tensorfile
 
 # The float64 oracle runs on the device when its inputs, weights and outputs take at most this share of what
 # is free there: the activations inside forward() come on top and are not known beforehand.
@@ -32,9 +34,16 @@ def compare_in_room(outputs: Sequence[Any], expected: Expected, policy: Precisio
         return compare_values(outputs, expected, policy, MemoryBudget(device_bytes=0))
 
 
-def outputs_device(device: torch.device, outputs_bytes: int) -> torch.device:
-    """Where a run child's outputs are read to: the judge's device where they fit in what is free there beside
-    the comparison's chunks, else the host, from which the comparison moves them to the device a chunk at a
-    time (compare_memory.py)."""
+def read_outputs(path: Path, device: torch.device, outputs_bytes: int) -> list[Any]:
+    """A file of a run child's outputs (a checked call's, or a timed rep's for the re-check), read where
+    _outputs_device puts them. A file larger than `outputs_bytes` and the largest header is not what the harness
+    writes: tensorfile.TensorFileError, before anything is read."""
+    limit = outputs_bytes + 8 + tensorfile.MAX_HEADER_BYTES
+    return tensorfile.load(path, _outputs_device(device, outputs_bytes), max_bytes=limit)
+
+
+def _outputs_device(device: torch.device, outputs_bytes: int) -> torch.device:
+    """The judge's device where the outputs fit in what is free there beside the comparison's chunks, else the
+    host, from which the comparison moves them to the device a chunk at a time (compare_memory.py)."""
     free = device_free_bytes(device, MemoryBudget())
     return device if outputs_bytes <= free * USABLE_SHARE else torch.device("cpu")

@@ -15,7 +15,7 @@ import torch
 
 from kernelgrade.evaluator.compare import Comparison, Expected, check_structure
 from kernelgrade.evaluator.device_cache import allocated, leave_room, peak_above
-from kernelgrade.evaluator.host.device_room import compare_in_room, outputs_device
+from kernelgrade.evaluator.host.device_room import compare_in_room, read_outputs
 from kernelgrade.evaluator.host.reference import Footprint, Reference, TrialData, derive_seed
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.judge.job import Job, on_device
@@ -145,10 +145,8 @@ def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahea
 def _read_outputs(path: Path, device: torch.device, refs: Sequence[torch.Tensor]) -> list[Any] | Comparison:
     """The outputs the child wrote, read once their structure matched the reference's: a file larger than
     those outputs and the largest header, or one that cannot be read, is not what the harness writes."""
-    outputs_bytes = sum(r.numel() * r.element_size() for r in refs)
-    limit = outputs_bytes + 8 + tensorfile.MAX_HEADER_BYTES
     try:
-        return tensorfile.load(path, outputs_device(device, outputs_bytes), max_bytes=limit)
+        return read_outputs(path, device, sum(r.numel() * r.element_size() for r in refs))
     except tensorfile.TensorFileError as exc:
         return Comparison(False, "output_unreadable", f"the output file the harness wrote could not be read: {exc}")
 

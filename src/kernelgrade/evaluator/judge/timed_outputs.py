@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator import timing
-from kernelgrade.evaluator.host.device_room import compare_in_room, outputs_device
+from kernelgrade.evaluator.host.device_room import compare_in_room, read_outputs
 from kernelgrade.evaluator.host.reference import Reference, to_device
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.judge.job import Job
@@ -42,9 +42,8 @@ def _recheck(job: Job, reference: Reference, sets: list[list[Any]], folder: Path
         raise _wrong(f"the harness reported {kept} timed outputs; it keeps at most"
                      f" {len(sets) + timing.SAMPLED_OUTPUTS}")
     placed: dict[int, list[Any]] = {}  # each input set moved to the device once, however many reps used it
-    device = outputs_device(job.device, reference.output_bytes)
     for i in range(kept):
-        loaded = _load_timed(folder / f"timed_{i}.kgt", device, reference.output_bytes)
+        loaded = _load_timed(folder / f"timed_{i}.kgt", job.device, reference.output_bytes)
         set_index, step, rep, outs = _timed_entry(loaded, len(sets))
         if set_index not in placed:
             placed[set_index] = to_device(sets[set_index], job.device)
@@ -61,10 +60,9 @@ def _recheck(job: Job, reference: Reference, sets: list[list[Any]], folder: Path
 
 
 def _load_timed(path: Path, device: torch.device, output_bytes: int) -> Any:
-    """The file's top-level tensors on `device`, moved as a checked call's outputs are (tensorfile.load); a
-    file larger than one call's outputs and the largest header is not what the harness writes."""
+    """The file's entry, its outputs read as a checked call's are (device_room.read_outputs)."""
     try:
-        loaded = tensorfile.load(path, device, max_bytes=output_bytes + 8 + tensorfile.MAX_HEADER_BYTES)
+        loaded = read_outputs(path, device, output_bytes)
         tensorfile.remove(path)
         return loaded
     except (OSError, tensorfile.TensorFileError) as exc:
