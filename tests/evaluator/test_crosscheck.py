@@ -95,6 +95,14 @@ def test_a_tail_like_the_references_is_not_flagged() -> None:
     assert codes(timed(2.7, 2.75, 40, 40 * 3.05), loop) == set()  # no tails: a CPU phase
 
 
+def test_a_long_calls_late_wake_up_is_not_flagged() -> None:
+    # seed_000 on an H100: a 17 ms kernel against a 2.7 ms reference, the candidate's wake-up from its longer
+    # wait 0.094 ms later than the reference's in the median; 0.4 ms left after a 17 ms call still is.
+    loop = ReferenceLoop(0.05, 0.3, flush_ms=0.085, tail_ms=0.014)
+    assert codes(timed(17.0, 17.1, 40, 40 * 17.4, tail_ms=(0.108,) * 40), loop) == set()
+    assert "work_outside_timed_stream" in codes(timed(17.0, 17.1, 40, 40 * 17.4, tail_ms=(0.4,) * 40), loop)
+
+
 def _starved(seen_ms: float | None, threads: int = 0) -> TimedReply:
     """Reference 88 of KernelBench level 2 against itself on a host busy beside it: 3.2 ms of device time, a
     held stream released 2.2 ms late in most reps because the timing thread waited that long for a CPU."""
