@@ -123,6 +123,8 @@ def test_a_repeated_sweep_submits_each_reference_n_times_and_gives_each_problem_
     chosen = kernelbench_sweep.submissions(problems, None, repeat=3)
     assert [s.problem for s in chosen] == [p.name for p in problems for _ in range(3)]
     assert all(s.force and s.model == kernelbench_sweep.REFERENCE for s in chosen)
+    # The service refuses a second copy of a source that is still queued: each grading's source differs.
+    assert len({s.source for s in chosen}) == len(chosen)
 
     def row(problem: str, speedup: float | None) -> kernelbench_sweep.Row:
         return kernelbench_sweep.Row(problem, kernelbench_sweep.REFERENCE, "correct", "", speedup, None, None, ())
@@ -132,3 +134,4 @@ def test_a_repeated_sweep_submits_each_reference_n_times_and_gives_each_problem_
         "speedups of problems graded more than once: median (lowest-highest), outside the band",
         "  lstm: 1.000 (0.800-1.300), 2 of 3"]
     assert kernelbench_sweep.spreads(rows[3:]) == []
+    assert kernelbench_sweep.summary(rows)[0] == "6 gradings of 3 problems: correct 6"
