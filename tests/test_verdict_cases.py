@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from kernelgrade.evaluator import EvalResult, Severity, Verdict, Warm, evaluate
+from kernelgrade.evaluator import EvalResult, Interleave, Severity, Verdict, Warm, evaluate
 from kernelgrade.evaluator.sandbox.launcher import Launcher
 from kernelgrade.evaluator.sandbox.levels import SandboxOptions, SandboxUnavailable, make_launcher
 from kernelgrade.problems import find_builtin, load_problem_source
@@ -79,14 +79,30 @@ def _cases() -> list[pytest.param]:  # type: ignore[valid-type]
 
 @pytest.mark.parametrize("case", _cases())
 def test_case_gets_expected_verdict(case: Case, make_request: RequestFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    _check(case, _graded(case, make_request, monkeypatch))
+
+
+# The cases that reach the timing stage, graded with both sides timed in turn on one CPU
+# (evaluator/judge/interleaved.py): every check of a timed phase applies to the pooled rounds.
+TIMED_CASES = [p for p in _cases() if p.values[0].timing]
+
+
+@pytest.mark.parametrize("case", TIMED_CASES)
+def test_a_case_timed_in_turn_gets_the_same_verdict(case: Case, make_request: RequestFactory,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    _check(case, _graded(case, make_request, monkeypatch, Interleave.ON))
+
+
+def _graded(case: Case, make_request: RequestFactory, monkeypatch: pytest.MonkeyPatch,
+            interleave: Interleave = Interleave.AUTO) -> EvalResult:
     source = (case.folder / "submission.py").read_bytes().decode("utf-8", errors="surrogateescape")
     limits = dataclasses.replace(TEST_LIMITS, **case.setup.get("limits", {}))
     request = make_request(case.problem(), source, measure_timing=case.timing, limits=limits)
+    request = dataclasses.replace(request, timing=dataclasses.replace(request.timing, interleave=interleave))
     launcher = _launcher(case, data_dir=request.work_root.parent)
     _plant(case.setup.get("cache_files", {}), request.cache_dir)
     with _arranged(case.setup, request.work_root, monkeypatch):
-        result = evaluate(request, launcher)
-    _check(case, result)
+        return evaluate(request, launcher)
 
 
 # Cases that need nothing arranged around them, graded one after another by one judge that keeps warm run

@@ -150,6 +150,10 @@ class Settings(BaseSettings):
     # verdict on this device class, timing it in full only where the check fails or the stored one is an hour
     # old (evaluator/judge/reference_timing.py). Off: timed in full before and after every candidate.
     stored_reference_timing: Flag = True
+    # Time the candidate and the reference in turn, a few reps at a time, with both run children on one CPU
+    # (evaluator/judge/interleaved.py): auto where most reps of both sides are host-bound (their device time is
+    # the host's dispatch), on for every verdict, off never (one phase each, as before).
+    interleaved_timing: Switch = "auto"
     # Judges of the embedded pool: -1 = one per visible GPU, or one CPU judge when there is none; 0 = no
     # embedded pool (API only, workers run elsewhere).
     local_judges: int = Field(default=-1, ge=-1)

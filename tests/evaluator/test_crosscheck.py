@@ -168,14 +168,14 @@ def test_process_findings_compare_with_the_baseline() -> None:
 
 
 class LaterPhases:
-    """Stands in for the run session: answers the judge's further timed phases with canned replies, in
-    order (the last one again once they run out)."""
+    """Stands in for the run session's next phase: answers the judge's further timed phases with canned replies,
+    in order (the last one again once they run out)."""
 
     def __init__(self, *replies: TimedReply) -> None:
         self.replies = replies
         self.calls = 0
 
-    def time(self, params: object, timeout: float) -> TimedReply:
+    def __call__(self) -> TimedReply:
         self.calls += 1
         return self.replies[min(self.calls, len(self.replies)) - 1]
 
@@ -201,7 +201,8 @@ def confirm(first: TimedReply, *later: TimedReply, make_request: RequestFactory,
     record = Record()
     session = LaterPhases(*later)
     try:
-        kept = confirmed(job, record, session, first, LOOP, again or LoopAgain(LOOP.wall_gap_ms))  # type: ignore[arg-type]
+        loop_again = again or LoopAgain(LOOP.wall_gap_ms)
+        kept = confirmed(job, record, first, LOOP, lambda loop, gap: (session(), loop_again(loop) if gap else loop))
     finally:
         job.cleanup()
     return kept, {f.code for f in record.findings}, session.calls

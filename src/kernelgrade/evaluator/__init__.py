@@ -21,6 +21,7 @@ from kernelgrade.evaluator.request import (
     BaselinePlan,
     DeviceKind,
     EvalRequest,
+    Interleave,
     Limits,
     PrecisionKind,
     PrecisionPolicy,
@@ -47,8 +48,8 @@ from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher, Subproce
 
 __all__ = [
     "BaselinePlan", "BaselineStatus", "ChildSpec", "CompileOutcome", "CompiledBaseline", "DeviceKind", "Environment",
-    "EvalRequest", "EvalResult", "Failure", "Finding", "Launcher", "Limits", "PrecisionKind", "PrecisionPolicy",
-    "Preparation", "ProblemSpec", "Progress", "ProgressFn", "Severity", "Stage", "SubprocessLauncher", "TimingFlags",
-    "TimingMethod", "TimingParams", "TimingStats", "TrialPlan", "TrialResult", "Verdict", "Warm", "evaluate",
-    "measure_baseline", "precompile", "prepare",
+    "EvalRequest", "EvalResult", "Failure", "Finding", "Interleave", "Launcher", "Limits", "PrecisionKind",
+    "PrecisionPolicy", "Preparation", "ProblemSpec", "Progress", "ProgressFn", "Severity", "Stage",
+    "SubprocessLauncher", "TimingFlags", "TimingMethod", "TimingParams", "TimingStats", "TrialPlan", "TrialResult",
+    "Verdict", "Warm", "evaluate", "measure_baseline", "precompile", "prepare",
 ]

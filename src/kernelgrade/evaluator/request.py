@@ -24,6 +24,15 @@ class PrecisionKind(StrEnum):
     TOLERANCE = "tolerance"  # explicit atol/rtol, as in KernelBench
 
 
+class Interleave(StrEnum):
+    """Whether the candidate and the reference are timed in turn, a few reps at a time, with both run children on
+    one CPU (judge/interleaved.py), instead of one phase each."""
+
+    AUTO = "auto"  # where most reps of both sides' phases were host-bound: their device time is host dispatch
+    ON = "on"
+    OFF = "off"
+
+
 class TimingFlags(StrEnum):
     """PyTorch's precision switches while both sides are timed (docs/timing.md); correctness is always strict."""
 
@@ -129,6 +138,7 @@ class TimingParams:
     # The check's median may be this far from the stored median, relative to it, for the stored distribution to
     # stand: more than the 1 % precision a full measurement stops at, less than the 10 % a speedup band allows.
     reference_drift: float = 0.03
+    interleave: Interleave = Interleave.AUTO
 
 
 @dataclass(frozen=True)

@@ -221,9 +221,12 @@ class OutputKeeper:
         self._capacity = sampled
         self._seen = 0
         self._retain = retain
+        self._base = self._reps = 0  # rep numbers of a resumed phase follow those of the rounds before
 
     def keep(self, rep: int, tag: Tag, out: Any) -> None:
         outputs = flatten_outputs(out)
+        rep += self._base
+        self._reps = max(self._reps, rep + 1)
         entry = KeptOutput(tag, rep, outputs, fingerprints(outputs))
         if not self._retain:
             return
@@ -233,6 +236,12 @@ class OutputKeeper:
             self._sample.append(entry)
         elif (slot := _entropy.randrange(self._seen)) < self._capacity:  # reservoir sampling
             self._sample[slot] = entry
+
+    def resumed(self) -> OutputKeeper:
+        """This keeper for the next round of an interleaved phase (judge/interleaved.py): its sample is drawn
+        from every round's reps, numbered on from the last round's."""
+        self._base = self._reps
+        return self
 
     def kept(self) -> list[KeptOutput]:
         unique = {e.rep: e for e in [*self._sample, *self._last.values()]}

@@ -11,6 +11,7 @@ from kernelgrade.evaluator import (
     CompiledBaseline,
     DeviceKind,
     EvalRequest,
+    Interleave,
     Limits,
     ProblemSpec,
     TimingParams,
@@ -53,7 +54,8 @@ class RequestBuilder:
                            build_cpus=self.build_cpus)
 
     def _timing(self) -> TimingParams:
-        timing = FAST_TIMING if self.settings.timing_profile == "fast" else TimingParams()
+        timing = replace(FAST_TIMING if self.settings.timing_profile == "fast" else TimingParams(),
+                         interleave=Interleave(self.settings.interleaved_timing))
         return timing if self.settings.stored_reference_timing else replace(timing, reference_check_reps=0)
 
 

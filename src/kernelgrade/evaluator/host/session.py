@@ -142,10 +142,12 @@ class RunSession:
         with watch().watching(self.hold_page):
             return self._request(Stage.TIMING, request, timeout).integrity
 
-    def time(self, params: TimingParams, timeout: float, keep_outputs: bool = True) -> TimedReply:
+    def time(self, params: TimingParams, timeout: float, keep_outputs: bool = True,
+             resumes: bool = False) -> TimedReply:
         """Time the candidate on the input sets and flush buffer given to warmup(); `keep_outputs`: whether the
-        child keeps a sample of the timed outputs for timed_outputs()."""
-        request = TimeRequest(params, keep_outputs)
+        child keeps a sample of the timed outputs for timed_outputs(); `resumes`: a further round of one
+        interleaved phase, whose sample is drawn from every round."""
+        request = TimeRequest(params, keep_outputs, resumes)
         waited = tree_waited_ns(self.child.proc.pid)
         started = time.perf_counter()
         with watch().watching(self.hold_page):

@@ -15,7 +15,7 @@ from kernelgrade.evaluator.wire.replies import Extensions, Integrity, TimedReply
 # Host-side slack per rep beyond the reference's own: launch latency and scheduler noise on a busy host.
 WALL_GAP_SLACK_MS = 0.5
 # A rep's wait for a CPU (timing.Rep.waited_ms) is the child's report; the judge's own reading of the child's
-# threads around the phase bounds their sum, with this slack for the two readings' own moments.
+# threads around each request of the phase bounds their sum, with this slack for the two readings' own moments.
 WAITED_SLACK_MS = 1.0
 # The device's median busy time after the end event beyond the reference's. Both are the host's wake-up from
 # one wait into the next (microseconds, the same code on both sides) where nothing was left running, so the
@@ -33,8 +33,8 @@ TAIL_SHARE = 0.02
 # an honest kernel that frees a large workspace after each call costs a little more than the reference.
 OVERHEAD_FACTOR = 3.0
 PER_REP_SLACK_MS = 1.0
-# The candidate's timed phase has fixed costs the reference's loop has not: one request and reply over the
-# pipe, the harness's end-of-phase integrity checks and the JSON of up to 1000 samples; a few ms together.
+# Each request of the candidate's timed phase has fixed costs the reference's loop has not: a request and reply
+# over the pipe, the harness's end-of-phase integrity checks and the JSON of up to 1000 samples; a few ms together.
 OUTER_FIXED_SLACK_MS = 25.0
 # Unaccounted time smaller than this share of the reported total is left alone: within what loop noise can
 # explain on a busy host, and a fake that small changes a speedup by less than 1.5x.
@@ -98,7 +98,8 @@ def wall_gaps(timed: TimedReply) -> list[float]:
     reply = timed.reported
     waited, reps = reply.waited_ms, len(reply.wall_ms)
     vouched = (len(waited) == reps and not reply.integrity.extra_threads and timed.waited_seen_ms is not None
-               and min(waited, default=0.0) >= 0.0 and sum(waited) <= timed.waited_seen_ms + WAITED_SLACK_MS)
+               and min(waited, default=0.0) >= 0.0
+               and sum(waited) <= timed.waited_seen_ms + WAITED_SLACK_MS * timed.requests)
     taken = waited if vouched else (0.0,) * reps
     return [w - d - q for w, d, q in zip(reply.wall_ms, reply.device_ms, taken, strict=True)]
 
@@ -132,7 +133,7 @@ def _outer_findings(candidate: TimedReply, reference: ReferenceLoop) -> list[Fin
     reps, reported = len(candidate.reported.wall_ms), sum(candidate.reported.wall_ms)
     gap = candidate.outer_seconds * 1000.0 - reported
     per_rep = max(0.0, reference.overhead_per_rep_ms)
-    allowed = reps * (OVERHEAD_FACTOR * per_rep + PER_REP_SLACK_MS) + OUTER_FIXED_SLACK_MS
+    allowed = reps * (OVERHEAD_FACTOR * per_rep + PER_REP_SLACK_MS) + candidate.requests * OUTER_FIXED_SLACK_MS
     if gap <= allowed or gap <= OUTER_MIN_SHARE * reported:
         return []
     return [Finding("timing_inconsistent", Severity.FLAG,

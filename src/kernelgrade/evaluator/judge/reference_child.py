@@ -119,7 +119,11 @@ class ReferenceChild:
     def run(self, params: TimingParams) -> ReferenceRun:
         """Warm up, then one timed phase under `params`."""
         self.session.warmup(self.sets, params, self.flush_bytes, Limits.moving(self.limits.timing_s, self._read))
-        return ReferenceRun.of(self.session.time(params, self.limits.timing_s, keep_outputs=False))
+        return ReferenceRun.of(self.time(params))
+
+    def time(self, params: TimingParams) -> TimedReply:
+        """One timed phase without a warm-up first: a round of an interleaved phase, after a run."""
+        return self.session.time(params, self.limits.timing_s, keep_outputs=False)
 
     @property
     def holds_bytes(self) -> int:

@@ -31,7 +31,7 @@ from kernelgrade.evaluator.integrity.crosscheck import (
     timing_findings,
 )
 from kernelgrade.evaluator.integrity.roofline import floor_for
-from kernelgrade.evaluator.judge import reference_timing
+from kernelgrade.evaluator.judge import interleaved, reference_timing
 from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.judge.reference_child import ReferenceChild, ReferenceRun
@@ -57,6 +57,9 @@ CONFIRMED = frozenset({INCONSISTENT, OUTSIDE_STREAM})
 # not recorded; this is the only flag honest code can get there), most likely the other worker's child
 # starting (seconds of importing torch) beside both phases. A cheat's gap shows in every phase.
 CONFIRM_PHASES = 2
+# A confirmation: the candidate's phase timed again, given the reference's loop and whether the reference's loop is
+# to be timed again beside it (a wall-time gap); the phase and the loop to check it against.
+Again = Callable[[ReferenceLoop, bool], tuple[TimedReply, ReferenceLoop]]
 
 
 @dataclass(frozen=True)
@@ -101,8 +104,8 @@ def time_candidate(job: Job, record: Record, session: RunSession, reference: Ref
         sets, paths = _in_room(job, record, reference, sets, paths)
         timed = TimingSets(tuple(paths), params.flush_bytes or timing.default_flush_bytes(job.device))
         with _reference_child(job, reference, kind, timed) as in_child, _alone_on_device(job):
-            candidate, loop = _time_both(job, record, session, reference, in_child, timed)
-            candidate = confirmed(job, record, session, candidate, loop, _loop_again(job, in_child))
+            candidate, loop, again = _time_both(job, record, session, reference, in_child, timed)
+            candidate = confirmed(job, record, candidate, loop, again)
         samples, flush_findings = flush_corrected(candidate, loop)
         record.note(flush_findings)
         reported = candidate.reported
@@ -176,9 +179,11 @@ def _alone_on_device(job: Job) -> Iterator[None]:
 
 
 def _time_both(job: Job, record: Record, session: RunSession, reference: Reference, in_child: ReferenceChild,
-               timed: TimingSets) -> tuple[TimedReply, ReferenceLoop]:
+               timed: TimingSets) -> tuple[TimedReply, ReferenceLoop, Again]:
     """Reference, candidate, reference again: each reference run a drift check against its stored distribution,
-    or a full measurement (reference_timing.py)."""
+    or a full measurement (reference_timing.py); then, where their time is host dispatch, both in turn on one CPU
+    (interleaved.py). Also the reference's loop the candidate's phase is checked against, and how both are timed
+    again for a confirmation."""
     params = dataclasses.replace(job.timing_params, input_sets=len(timed.paths))
     how = reference_timing.plan(reference, params, timed.flush_bytes, job.device)
 
@@ -188,6 +193,16 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
     candidate = _time_candidate(job, record, session, timed, settle_s(statistics.median(before.raw.wall_ms) / 1e3))
     job.report(Stage.TIMING, "timing the reference again", 2, 3)
     after = reference_run("timing:reference_again", how.params(params))
+    loop = ReferenceLoop(min(before.wall_gap_ms, after.wall_gap_ms),
+                         max(before.overhead_per_rep_ms, after.overhead_per_rep_ms),
+                         _median_or_zero(before.raw.flush_ms + after.raw.flush_ms),
+                         min(before.tail_ms, after.tail_ms))
+    if interleaved.wanted(params, candidate, before):
+        # The first phase's samples give way to the rounds'; what it showed of the call (a patch, a flag) stands.
+        record.note(f for f in timing_findings(candidate, loop) if f.code not in CONFIRMED)
+        in_turns = functools.partial(_in_turns, job, record, session, in_child, timed,
+                                     interleaved.call_ms(candidate, before))
+        return *in_turns(loop, False), in_turns
 
     def full_again() -> timing.RawSamples:
         job.report(Stage.TIMING, "timing the reference in full: it drifted from its stored timing", 2, 3)
@@ -198,11 +213,25 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
                                   f"reference: {before.raw.hold}; candidate: {candidate.reported.hold}")
     record.method = dataclasses.replace(method, reference_placement=reported.placement)
     record.reference_timing = reported.stats
-    loop = ReferenceLoop(min(before.wall_gap_ms, after.wall_gap_ms),
-                         max(before.overhead_per_rep_ms, after.overhead_per_rep_ms),
-                         _median_or_zero(before.raw.flush_ms + after.raw.flush_ms),
-                         min(before.tail_ms, after.tail_ms))
-    return candidate, loop
+    return candidate, loop, functools.partial(_phase_again, job, session, in_child)
+
+
+def _in_turns(job: Job, record: Record, session: RunSession, in_child: ReferenceChild, timed: TimingSets,
+              call_ms: float, loop: ReferenceLoop, _gap: bool) -> tuple[TimedReply, ReferenceLoop]:
+    """Both sides timed in turn, on one CPU on a GPU host; the reference's pooled rounds are its reported timing,
+    and the loop the candidate's rounds are checked against (interleaved.beside)."""
+    job.report(Stage.TIMING, "timing both sides in turn on one CPU: their time is the host's dispatch", 2, 3)
+    params = dataclasses.replace(job.timing_params, input_sets=len(timed.paths))
+    with job.timed("timing:interleaved"):
+        turns = interleaved.taken(session, in_child, params, call_ms, job.request.limits.timing_s,
+                                  one_cpu=job.device.type == "cuda")
+    theirs, ours = turns.reference.raw, turns.candidate.reported
+    record.reference_timing = timing.summarize(theirs.device_ms, theirs.stop_reason, theirs.wall_ms,
+                                               theirs.host_bound_reps)
+    method = timing.method_record(params, timed.flush_bytes, job.device, ours.l2.status,
+                                  f"reference: {theirs.hold}; candidate: {ours.hold}")
+    record.method = dataclasses.replace(method, reference_placement=turns.described)
+    return turns.candidate, interleaved.beside(loop, turns.reference)
 
 
 def _reference_run(job: Job, in_child: ReferenceChild, label: str, params: TimingParams) -> ReferenceRun:
@@ -213,14 +242,16 @@ def _reference_run(job: Job, in_child: ReferenceChild, label: str, params: Timin
             raise _grader_failed(failed) from None
 
 
-def _loop_again(job: Job, in_child: ReferenceChild) -> Callable[[ReferenceLoop], ReferenceLoop]:
-    """The reference's loop timed again, beside a candidate's phase that is to be confirmed."""
-    def again(loop: ReferenceLoop) -> ReferenceLoop:
+def _phase_again(job: Job, session: RunSession, in_child: ReferenceChild, loop: ReferenceLoop,
+                 gap: bool) -> tuple[TimedReply, ReferenceLoop]:
+    """The candidate's phase timed again for a confirmation; for a gap, the reference's loop first, beside it."""
+    if gap:
+        job.report(Stage.TIMING, "timing the reference again, beside the candidate", 2, 3)
         run = _reference_run(job, in_child, "timing:reference_confirm", job.timing_params)
-        return dataclasses.replace(loop, wall_gap_ms=run.wall_gap_ms, tail_ms=run.tail_ms,
+        loop = dataclasses.replace(loop, wall_gap_ms=run.wall_gap_ms, tail_ms=run.tail_ms,
                                    overhead_per_rep_ms=max(loop.overhead_per_rep_ms, run.overhead_per_rep_ms))
-
-    return again
+    job.report(Stage.TIMING, "timing the candidate again", 2, 3)
+    return session.time(job.timing_params, job.request.limits.timing_s), loop
 
 
 def _time_candidate(job: Job, record: Record, session: RunSession, timed: TimingSets, settle: float) -> TimedReply:
@@ -237,24 +268,19 @@ def _time_candidate(job: Job, record: Record, session: RunSession, timed: Timing
         return session.time(params, limits.timing_s)
 
 
-def confirmed(job: Job, record: Record, session: RunSession, candidate: TimedReply, loop: ReferenceLoop,
-              loop_again: Callable[[ReferenceLoop], ReferenceLoop]) -> TimedReply:
+def confirmed(job: Job, record: Record, candidate: TimedReply, loop: ReferenceLoop, again: Again) -> TimedReply:
     """Notes the timed phase's findings. Time unaccounted for between reps, or a wall-time gap beyond the
-    reference's, is timed again (up to CONFIRM_PHASES more times) before it is flagged: a loaded host can stall
-    the child now and then, a patched clock or work hidden between reps or on a side stream does it every time.
-    For a gap, the reference is timed again first (`loop_again`). The last phase's samples are the ones
+    reference's, is timed again (`again`, up to CONFIRM_PHASES more times) before it is flagged: a loaded host
+    can stall the child now and then, a patched clock or work hidden between reps or on a side stream does it
+    every time. For a gap, `again` times the reference's loop again too. The last phase's samples are the ones
     reported; every other finding of the earlier phases stands."""
     findings = timing_findings(candidate, loop)
     for _ in range(CONFIRM_PHASES):
         codes = {f.code for f in findings} & CONFIRMED
         if not codes:
             break
-        if OUTSIDE_STREAM in codes:
-            job.report(Stage.TIMING, "timing the reference again, beside the candidate", 2, 3)
-            loop = loop_again(loop)
-        job.report(Stage.TIMING, "timing the candidate again", 2, 3)
         record.note(f for f in findings if f.code not in CONFIRMED)
-        candidate = session.time(job.timing_params, job.request.limits.timing_s)
+        candidate, loop = again(loop, OUTSIDE_STREAM in codes)
         findings = timing_findings(candidate, loop)
     record.note(findings)
     return candidate

@@ -114,3 +114,26 @@ def _parent(proc: Path) -> int | None:
         return int(fields[1])
     except (OSError, IndexError, ValueError):
         return None
+
+
+@contextmanager
+def on_one_cpu(pids: Sequence[int]) -> Iterator[int | None]:
+    """The trees of processes `pids` (run children taken for this job, on the calling thread's cores) on one of
+    those cores inside the block, the last; back on all of them after. Yields that core (None where the host does
+    not say which cores there are: nothing moves).
+
+    A call whose time is host dispatch runs at the speed of the CPU its process is on, and that speed moves: on
+    an H100 host, two processes taking turns call by call on KernelBench's LSTM were within 1 % of each other over
+    every 2 s window on the same single CPU, and up to 29 % apart on two different CPUs (docs/timing.md,
+    "Host-bound calls"). Threads started inside the block keep the one core until the block ends."""
+    spread = here()
+    if not spread:
+        yield None
+        return
+    for pid in pids:
+        place_tree(pid, spread[-1:])
+    try:
+        yield spread[-1]
+    finally:
+        for pid in pids:
+            place_tree(pid, spread)

@@ -124,6 +124,8 @@ class TimeRequest(Request[TimeReply]):
     OP = Op.TIME
     params: TimingParams
     keep_outputs: bool = True  # whether the timed outputs are kept for a re-check (timing.OutputKeeper)
+    # A further round of one interleaved phase: the outputs kept are sampled from this and the rounds before.
+    resumes: bool = False
 
 
 @dataclass(frozen=True)

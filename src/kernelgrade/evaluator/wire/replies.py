@@ -103,3 +103,5 @@ class TimedReply:
     # The judge's own reading of how long the child's threads waited for a CPU during the phase (proctree.py);
     # None where it could not be read.
     waited_seen_ms: float | None = None
+    # Requests the phase took: an interleaved phase is several rounds, each with a request's fixed costs.
+    requests: int = 1
