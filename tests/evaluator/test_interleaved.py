@@ -25,22 +25,18 @@ from kernelgrade.evaluator import (
     Warm,
     evaluate,
 )
-from kernelgrade.evaluator.host.reference import Reference
 from kernelgrade.evaluator.host.reference_cache import References
-from kernelgrade.evaluator.host.run_children import ChildKind, RunChildren
+from kernelgrade.evaluator.host.run_children import RunChildren
 from kernelgrade.evaluator.integrity.crosscheck import ReferenceLoop
 from kernelgrade.evaluator.judge import interleaved
-from kernelgrade.evaluator.judge.reference_child import ReferenceChild, ReferenceRun
+from kernelgrade.evaluator.judge.reference_child import ReferenceRun
 from kernelgrade.evaluator.judge.timed_outputs import _load_timed, _timed_entry
 from kernelgrade.evaluator.sandbox.cpus import here, on_one_cpu
 from kernelgrade.evaluator.wire.replies import Integrity, TimedReply, TimeReply
 from tests.conftest import TEST_LIMITS
-from tests.evaluator.test_reference_child import PROBLEM, SOURCE, TIMING
+from tests.evaluator.test_reference_child import PROBLEM, SMALL, SOURCE, TIMING, _loaded, _reference
 from tests.evaluator.test_warm import ADD
 
-CPU = ChildKind(None, "cpu", ())
-SMALL = TimingParams(warmup_calls=2, warmup_ms=1.0, min_reps=5, max_reps=10, max_device_ms=50.0, max_wall_ms=500.0,
-                     input_sets=2, reference_check_reps=0)
 CLEAN = Integrity((), (), 0)
 SLEEPERS = """
 import threading, time
@@ -85,10 +81,10 @@ def test_pooled_rounds_keep_every_rep_every_request_and_anything_any_round_repor
 def test_the_candidates_rounds_are_checked_against_the_references_rounds() -> None:
     plain = ReferenceLoop(wall_gap_ms=0.05, overhead_per_rep_ms=0.3, flush_ms=0.085, tail_ms=0.01)
     rounds = ReferenceRun.of(reply(40, 40))  # gap 0.2 ms a rep, overhead (60 - 48) / 40 ms a rep
-    loop = interleaved.beside(plain, rounds)
+    loop = rounds.beside(plain)
     assert (loop.wall_gap_ms, loop.tail_ms, loop.flush_ms) == (rounds.wall_gap_ms, rounds.tail_ms, 0.085)
     assert loop.overhead_per_rep_ms == pytest.approx(0.3)
-    busier = interleaved.beside(dataclasses.replace(plain, overhead_per_rep_ms=0.1), rounds)
+    busier = rounds.beside(dataclasses.replace(plain, overhead_per_rep_ms=0.1))
     assert busier.overhead_per_rep_ms == pytest.approx(rounds.overhead_per_rep_ms)
 
 
@@ -107,19 +103,11 @@ def test_a_childs_threads_share_one_cpu_inside_and_get_the_judges_back_after() -
         child.wait()
 
 
-def _reference() -> Reference:
-    reference = References().reference(ADD, torch.device("cpu"), 42)
-    reference.trial(1)
-    return reference
-
-
 def test_rounds_in_turn_give_each_side_every_round_and_the_recheck_a_sample_of_all(tmp_path: Path) -> None:
     children = RunChildren(SubprocessLauncher(), tmp_path / "work")
-    reference = _reference()
-    sets = [reference.make_inputs(k) for k in range(SMALL.input_sets)]
+    reference = _reference(ADD)
     try:
-        with (ReferenceChild.loaded(children, CPU, reference, sets, 42, 1 << 20, TEST_LIMITS) as ours,
-              ReferenceChild.loaded(children, CPU, reference, sets, 42, 1 << 20, TEST_LIMITS) as theirs):
+        with _loaded(children, reference) as ours, _loaded(children, reference) as theirs:
             ours.run(SMALL)  # each side warmed up and timed once, as the stage does first
             theirs.run(SMALL)
             turns = interleaved.taken(ours.session, theirs, SMALL, 0.01, TEST_LIMITS.timing_s, one_cpu=True)

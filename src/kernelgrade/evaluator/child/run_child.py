@@ -358,8 +358,10 @@ class Harness:
     def time(self, request: TimeRequest) -> TimeReply:
         assert self.rotation is not None and self.flusher is not None, "warmup must come first"
         params = request.params
-        resumed = self.keeper.resumed() if request.resumes and self.keeper is not None else None
-        keeper = resumed or timing.OutputKeeper(retain=request.keep_outputs)
+        if request.resumes and self.keeper is not None:
+            keeper = self.keeper.resumed()
+        else:
+            keeper = timing.OutputKeeper(retain=request.keep_outputs)
         raw = self._run_submission(timing.measure, self.model, self.rotation, self.device, params, self.flusher,
                                    keeper, self.holding)
         self._synchronize()

@@ -19,7 +19,6 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from kernelgrade.evaluator.host.session import RunSession
-from kernelgrade.evaluator.integrity.crosscheck import ReferenceLoop
 from kernelgrade.evaluator.judge.reference_child import ReferenceChild, ReferenceRun
 from kernelgrade.evaluator.request import Interleave, TimingParams
 from kernelgrade.evaluator.sandbox.cpus import on_one_cpu
@@ -93,14 +92,6 @@ def pooled(rounds: Sequence[TimedReply], stop_reason: str) -> TimedReply:
     return TimedReply(reported, sum(r.outer_seconds for r in rounds),
                       None if any(s is None for s in seen) else sum(s or 0.0 for s in seen),
                       requests=sum(r.requests for r in rounds))
-
-
-def beside(loop: ReferenceLoop, reference: ReferenceRun) -> ReferenceLoop:
-    """What the candidate's rounds are checked against: the reference's loop as its own rounds ran (wall gap,
-    tail, per-rep overhead with each round's request in it), in the same placement and requests as the candidate's;
-    the overhead never below the plain runs'."""
-    return dataclasses.replace(loop, wall_gap_ms=reference.wall_gap_ms, tail_ms=reference.tail_ms,
-                               overhead_per_rep_ms=max(loop.overhead_per_rep_ms, reference.overhead_per_rep_ms))
 
 
 def call_ms(candidate: TimedReply, reference: ReferenceRun) -> float:

@@ -10,6 +10,7 @@ timed phase. The judge's process only reads the replies."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import shutil
@@ -24,7 +25,7 @@ from kernelgrade.evaluator.host.reference import Reference
 from kernelgrade.evaluator.host.run_children import ChildKind, KeptChild, RunChildren, discard
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.host.trial_store import problem_version
-from kernelgrade.evaluator.integrity.crosscheck import wall_gaps
+from kernelgrade.evaluator.integrity.crosscheck import ReferenceLoop, wall_gaps
 from kernelgrade.evaluator.request import Limits, TimingParams
 from kernelgrade.evaluator.wire import tensorfile
 from kernelgrade.evaluator.wire.replies import TimedReply
@@ -77,6 +78,12 @@ class ReferenceRun:
         gap = statistics.median(wall_gaps(timed))
         overhead = (timed.outer_seconds * 1000.0 - sum(reply.wall_ms)) / len(reply.wall_ms)
         return cls(raw, gap, overhead, statistics.median(reply.tail_ms) if reply.tail_ms else 0.0)
+
+    def beside(self, loop: ReferenceLoop) -> ReferenceLoop:
+        """`loop` as this run, timed beside a candidate's phase, shows it: its wall gap and tail, and the larger
+        per-rep overhead of the two."""
+        return dataclasses.replace(loop, wall_gap_ms=self.wall_gap_ms, tail_ms=self.tail_ms,
+                                   overhead_per_rep_ms=max(loop.overhead_per_rep_ms, self.overhead_per_rep_ms))
 
 
 class ReferenceChild:

@@ -200,7 +200,7 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
     if interleaved.wanted(params, candidate, before):
         # The first phase's samples give way to the rounds'; what it showed of the call (a patch, a flag) stands.
         record.note(f for f in timing_findings(candidate, loop) if f.code not in CONFIRMED)
-        in_turns = functools.partial(_in_turns, job, record, session, in_child, timed,
+        in_turns = functools.partial(_in_turns, job, record, session, in_child, params, timed.flush_bytes,
                                      interleaved.call_ms(candidate, before))
         return *in_turns(loop, False), in_turns
 
@@ -216,22 +216,22 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
     return candidate, loop, functools.partial(_phase_again, job, session, in_child)
 
 
-def _in_turns(job: Job, record: Record, session: RunSession, in_child: ReferenceChild, timed: TimingSets,
-              call_ms: float, loop: ReferenceLoop, _gap: bool) -> tuple[TimedReply, ReferenceLoop]:
+def _in_turns(job: Job, record: Record, session: RunSession, in_child: ReferenceChild, params: TimingParams,
+              flush_bytes: int, call_ms: float, loop: ReferenceLoop, _gap: bool) -> tuple[TimedReply, ReferenceLoop]:
     """Both sides timed in turn, on one CPU on a GPU host; the reference's pooled rounds are its reported timing,
-    and the loop the candidate's rounds are checked against (interleaved.beside)."""
+    and give the loop the candidate's rounds are checked against."""
     job.report(Stage.TIMING, "timing both sides in turn on one CPU: their time is the host's dispatch", 2, 3)
-    params = dataclasses.replace(job.timing_params, input_sets=len(timed.paths))
     with job.timed("timing:interleaved"):
         turns = interleaved.taken(session, in_child, params, call_ms, job.request.limits.timing_s,
                                   one_cpu=job.device.type == "cuda")
     theirs, ours = turns.reference.raw, turns.candidate.reported
     record.reference_timing = timing.summarize(theirs.device_ms, theirs.stop_reason, theirs.wall_ms,
                                                theirs.host_bound_reps)
-    method = timing.method_record(params, timed.flush_bytes, job.device, ours.l2.status,
+    method = timing.method_record(params, flush_bytes, job.device, ours.l2.status,
                                   f"reference: {theirs.hold}; candidate: {ours.hold}")
     record.method = dataclasses.replace(method, reference_placement=turns.described)
-    return turns.candidate, interleaved.beside(loop, turns.reference)
+    # Checked against the reference's own rounds: both sides' share the placement and the requests.
+    return turns.candidate, turns.reference.beside(loop)
 
 
 def _reference_run(job: Job, in_child: ReferenceChild, label: str, params: TimingParams) -> ReferenceRun:
@@ -247,9 +247,7 @@ def _phase_again(job: Job, session: RunSession, in_child: ReferenceChild, loop: 
     """The candidate's phase timed again for a confirmation; for a gap, the reference's loop first, beside it."""
     if gap:
         job.report(Stage.TIMING, "timing the reference again, beside the candidate", 2, 3)
-        run = _reference_run(job, in_child, "timing:reference_confirm", job.timing_params)
-        loop = dataclasses.replace(loop, wall_gap_ms=run.wall_gap_ms, tail_ms=run.tail_ms,
-                                   overhead_per_rep_ms=max(loop.overhead_per_rep_ms, run.overhead_per_rep_ms))
+        loop = _reference_run(job, in_child, "timing:reference_confirm", job.timing_params).beside(loop)
     job.report(Stage.TIMING, "timing the candidate again", 2, 3)
     return session.time(job.timing_params, job.request.limits.timing_s), loop
 
