@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-import kernelgrade
+from kernelgrade.problems import find_builtin
 from tests.service.servers import ServeProcess, wait_until
 from tests.service.sources import CORRECT, slow_correct, slow_incorrect
 from tests.storage.databases import BACKENDS, fresh_database_url
@@ -40,7 +40,6 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServeProc
 # What the judge logs when it has prepared the problem the tests submit to (worker/preparations.py).
 POSTED = "add_relu_posted"
 PREPARED_POSTED = f"prepared {POSTED} on"
-ADD_RELU_SOURCE = (Path(kernelgrade.__file__).parent / "problems" / "builtin" / "cpu" / "add_relu.py").read_text()
 
 
 def submit(server: ServeProcess, source: str, **fields: object) -> dict[str, Any]:
@@ -147,7 +146,9 @@ def test_a_problem_prepared_while_idle_is_not_prepared_again_after_a_restart(tmp
         try:
             # Posted after the built-in problems, it is the newest: the idle judge prepares it next, rather than
             # after the ten CPU problems of the catalogue (most of a minute here).
-            posted = httpx.post(server.url + "/v1/problems", json={"name": POSTED, "source": ADD_RELU_SOURCE})
+            add_relu = find_builtin("add_relu")
+            assert add_relu is not None
+            posted = httpx.post(server.url + "/v1/problems", json={"name": POSTED, "source": add_relu.source})
             assert posted.status_code == 201, posted.text
             wait_until(lambda: PREPARED_POSTED in server.whole_log(), GRADE_S,
                        f"the idle judge to prepare {POSTED}\n{server.log()}", 0.5)

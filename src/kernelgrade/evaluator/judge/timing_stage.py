@@ -227,7 +227,7 @@ def _in_turns(job: Job, record: Record, session: RunSession, in_child: Reference
     method = timing.method_record(params, flush_bytes, job.device, ours.l2.status,
                                   f"reference: {theirs.hold}; candidate: {ours.hold}")
     record.method = dataclasses.replace(method, reference_placement=turns.described)
-    # Checked against the reference's own rounds: both sides' share the placement and the requests.
+    # Checked against the reference's own rounds: both sides share the placement and the requests.
     return turns.candidate, turns.reference.beside(loop)
 
 
