@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from kernelgrade.evaluator.host.reference_cache import References
 from kernelgrade.evaluator.host.run_children import ChildKind, RunChildren
 from kernelgrade.evaluator.integrity.tensor_checks import fingerprints
 from kernelgrade.evaluator.request import DeviceKind
+from kernelgrade.evaluator.rounding import Rounding
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, SubprocessLauncher
 from kernelgrade.evaluator.wire.prebuilt import Prebuilt, call_digest, importing
 
@@ -186,7 +189,7 @@ def test_a_kept_reference_and_its_trials_are_reused() -> None:
     reference = references.reference(ADD, CPU_DEVICE, 42)
     trial = reference.trial(7)
     assert references.reference(ADD, CPU_DEVICE, 42) is reference
-    assert reference.trial(7).expected is trial.expected and reference.trial(7).prepared == "kept"
+    assert reference.trial(7).expected.refs is trial.expected.refs and reference.trial(7).prepared == "kept"
     assert references.reference(ADD, CPU_DEVICE, 43) is not reference
     torch.testing.assert_close(trial.expected.refs[0], trial.inputs[0] + trial.inputs[1], rtol=0, atol=0)
 
@@ -202,7 +205,7 @@ def test_a_stream_cycling_through_many_problems_keeps_them_all() -> None:
     trials = [r.trial(1) for r in first]
     again = [references.reference(p, CPU_DEVICE, 42) for p in problems]
     assert all(a is b for a, b in zip(first, again, strict=True))
-    assert all(r.trial(1).expected is t.expected for r, t in zip(again, trials, strict=True))
+    assert all(r.trial(1).expected.refs is t.expected.refs for r, t in zip(again, trials, strict=True))
 
 
 def test_the_least_recently_used_problem_makes_room_for_a_new_trial() -> None:
@@ -214,10 +217,40 @@ def test_the_least_recently_used_problem_makes_room_for_a_new_trial() -> None:
     old.trial(2)
     new = references.reference(_add_problem(2), CPU_DEVICE, 42)
     kept = new.trial(1)
-    assert new.trial(1).expected is kept.expected and new.kept == size
+    assert new.trial(1).expected.refs is kept.expected.refs and new.kept == size
     assert references.reference(_add_problem(1), CPU_DEVICE, 42) is not old  # let go
     alone = References(budget=Footprint(0, size.host - 1)).reference(_add_problem(3), CPU_DEVICE, 42)
-    assert alone.trial(1).expected is not alone.trial(1).expected  # larger than the whole budget: never kept
+    assert alone.trial(1).expected.refs is not alone.trial(1).expected.refs  # larger than the budget: never kept
+
+
+def test_a_let_go_problem_is_freed_at_once() -> None:
+    """Nothing a kept trial holds leads back to its reference: such a cycle held every let-go problem's device
+    memory until Python's next full garbage collection."""
+    one = References().reference(_add_problem(0), CPU_DEVICE, 42).trial(1)
+    size = Footprint.of([*one.inputs, *one.expected.refs, *(one.expected.oracles or [])])
+    references = References(budget=Footprint(0, size.host + size.host // 2))
+    old = references.reference(_add_problem(1), CPU_DEVICE, 42)
+    assert old.trial(1).expected.rounded is not None  # the lower-precision emulations: where the cycle was
+    gone = weakref.ref(old)
+    gc.disable()
+    try:
+        del old
+        references.reference(_add_problem(2), CPU_DEVICE, 42).trial(1)
+        assert gone() is None
+    finally:
+        gc.enable()
+
+
+def test_each_use_of_a_kept_trial_computes_its_own_emulations() -> None:
+    """What an evaluation's comparison computes on rounded inputs is not kept with the trial: it would grow past
+    the budget the trial was kept under."""
+    reference = References().reference(ADD, CPU_DEVICE, 42)
+    first = reference.trial(7)
+    emulated = first.expected.rounded
+    assert emulated is not None
+    torch.testing.assert_close(emulated(Rounding.BF16)[0], first.expected.refs[0], rtol=1e-2, atol=1e-2)
+    again = reference.trial(7).expected.rounded
+    assert again is not None and again is not emulated and again.cache_info().currsize == 0  # type: ignore[attr-defined]
 
 
 def _running_out(times: int) -> ProblemSpec:

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from kernelgrade.evaluator.compare import Expected, flatten_outputs
+from kernelgrade.evaluator.compare import Expected, RoundedOutputs, flatten_outputs
 from kernelgrade.evaluator.device_cache import leave_room
 from kernelgrade.evaluator.host.device_room import ORACLE_SHARE
 from kernelgrade.evaluator.host.environment import device_class
@@ -121,10 +121,14 @@ class Reference:
 
     def trial(self, seed: int) -> TrialData:
         """A trial's inputs, what the judge expects for them and the inputs' fingerprints; kept for the next
-        evaluation when there is room."""
+        evaluation when there is room. The kept copy holds no lower-precision emulations: each evaluation gets
+        its own (computed only if its comparison needs them), so that they never outgrow the budget the copy was
+        kept under, and the copy holds nothing that leads back to this reference. Such a cycle (reference ->
+        kept trial -> emulation -> reference) held every let-go problem's device memory until Python's next full
+        garbage collection (docs/grading.md, References and their expected outputs)."""
         kept = self._trials.get(seed)
         if kept is not None:
-            return dataclasses.replace(kept, prepared="kept")
+            return self._with_emulations(dataclasses.replace(kept, prepared="kept"))
         inputs = self.make_inputs(seed)
         placed = _copies_on(inputs, self.device)
         # Summed on the judge's device, where it takes microseconds (a quarter second for 128 MB on a CPU core),
@@ -135,7 +139,8 @@ class Reference:
         trial = stored or TrialData(inputs, self._computed(key, inputs, placed, pristine), pristine)
         size = Footprint.of([*trial.inputs, *trial.expected.refs, *(trial.expected.oracles or [])])
         if len(self._trials) < self.keep_trials and self._room is not None and self._room(size):
-            self._trials[seed] = trial
+            bare = dataclasses.replace(trial.expected, rounded=None)
+            self._trials[seed] = dataclasses.replace(trial, expected=bare)
             self.kept += size
         return trial
 
@@ -169,8 +174,7 @@ class Reference:
         self.output_bytes = max(self.output_bytes, _nbytes(found.refs))
         if found.oracles is None:
             return TrialData(inputs, Expected(found.refs), pristine, "stored")
-        rounded = functools.cache(functools.partial(self._rounded, inputs))
-        return TrialData(inputs, Expected(found.refs, found.oracles, rounded), pristine, "stored")
+        return TrialData(inputs, Expected(found.refs, found.oracles, self._emulations(inputs)), pristine, "stored")
 
     def _computed(self, key: str, inputs: list[Any], placed: list[Any], pristine: tuple[int, ...]) -> Expected:
         """The trial's expected outputs, computed; stored where the reference did not change by running (its
@@ -207,7 +211,18 @@ class Reference:
             if not self._wants_oracle(refs):
                 return Expected(refs)
             oracles = self._oracle(inputs, _nbytes(refs))
-        return Expected(refs, oracles, functools.cache(functools.partial(self._rounded, inputs)))
+        return Expected(refs, oracles, self._emulations(inputs))
+
+    def _emulations(self, inputs: Sequence[Any]) -> RoundedOutputs:
+        """The reference's outputs on `inputs` rounded to a lower precision, computed when first asked for."""
+        return functools.cache(functools.partial(self._rounded, inputs))
+
+    def _with_emulations(self, trial: TrialData) -> TrialData:
+        """A kept trial as an evaluation gets it: with emulations of its own where it has oracles."""
+        if trial.expected.oracles is None:
+            return trial
+        return dataclasses.replace(trial, expected=dataclasses.replace(trial.expected,
+                                                                       rounded=self._emulations(trial.inputs)))
 
     def _outputs_in_room(self, inputs: Sequence[Any], placed: list[Any]) -> list[torch.Tensor]:
         """The reference's outputs on `placed`. Where the device runs out under it, the judge lets go of what it
