@@ -18,7 +18,6 @@ the replay runs.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import tempfile
 import time
 from collections import Counter
@@ -33,9 +32,8 @@ from kernelgrade.evaluator.host.reference import Reference, save_timing_sets, to
 from kernelgrade.evaluator.host.reference_cache import References, device_budget
 from kernelgrade.evaluator.judge.correctness import TrialInputs, trial_seeds
 from kernelgrade.evaluator.judge.job import on_device
-from kernelgrade.evaluator.request import DeviceKind, ProblemSpec, TimingParams, TrialPlan
-from kernelgrade.problems.loader import load_problem_source
-from throughput import kernelbench_problems
+from kernelgrade.evaluator.request import TimingParams, TrialPlan
+from throughput import kernelbench_problems, problem_spec
 from throughput_corpus import ProblemRef
 
 GIB = 1024**3
@@ -68,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
 def _evaluate(references: References, problem: ProblemRef, device: torch.device, work: Path) -> Counter[str]:
     """The judge's side of one evaluation of the problem's reference against itself; how many of its trials
     were computed, read from the store or kept in memory."""
-    spec = _spec(problem, device)
+    spec = problem_spec(problem, device.type)
     plan = TrialPlan()
     reference = references.reference(spec, device, plan.seed)
     trials = trial_seeds(plan, "", references.secret_seeds(spec, device, plan.secret_trials))
@@ -79,23 +77,18 @@ def _evaluate(references: References, problem: ProblemRef, device: torch.device,
             prepared[data.prepared] += 1
             compare_in_room([t.clone() for t in data.expected.refs], data.expected, spec.precision, device)
             path.unlink(missing_ok=True)
-        _recheck(reference, device, work)
+        _recheck(reference, device, work, plan.seed)
     return prepared
 
 
-def _recheck(reference: Reference, device: torch.device, work: Path) -> None:
+def _recheck(reference: Reference, device: torch.device, work: Path, seed: int) -> None:
     """The timing sets, and the reference's expected outputs on each timed output the re-check samples."""
-    sets, paths = save_timing_sets(reference, work, TimingParams().input_sets, TrialPlan().seed, "")
+    sets, paths = save_timing_sets(reference, work, TimingParams().input_sets, seed, "")
     for k in range(len(sets) + timing.SAMPLED_OUTPUTS):
         expected = reference.expected(to_device(sets[k % len(sets)], device))
         compare_in_room([t.clone() for t in expected.refs], expected, reference.problem.precision, device)
     for path in paths:
         path.unlink(missing_ok=True)
-
-
-def _spec(problem: ProblemRef, device: torch.device) -> ProblemSpec:
-    spec = load_problem_source(problem.source, problem.name).spec()
-    return spec if device.type == "cuda" else dataclasses.replace(spec, device=DeviceKind.CPU)
 
 
 def _parser() -> argparse.ArgumentParser:

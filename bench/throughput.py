@@ -179,7 +179,7 @@ def build_ahead(corpus: list[Submission], device: str, data_dir: Path, jobs: int
     started = time.perf_counter()
 
     def build(submission: Submission) -> None:
-        request = EvalRequest(problem=_spec(submission.problem, device), submission=submission.source,
+        request = EvalRequest(problem=problem_spec(submission.problem, device), submission=submission.source,
                               cache_dir=data_dir / "cache", work_root=work, compile_jobs=2,
                               precompiled_header=pch)
         precompile(request, launcher)
@@ -190,7 +190,7 @@ def build_ahead(corpus: list[Submission], device: str, data_dir: Path, jobs: int
     print(f"# built in {time.perf_counter() - started:.0f} s", flush=True)
 
 
-def _spec(problem: ProblemRef, device: str) -> ProblemSpec:
+def problem_spec(problem: ProblemRef, device: str) -> ProblemSpec:
     """As the service sees the problem it was given (its device kind is the run's)."""
     from kernelgrade.problems import load_problem_source
 

@@ -221,8 +221,8 @@ class Reference:
         """A kept trial as an evaluation gets it: with emulations of its own where it has oracles."""
         if trial.expected.oracles is None:
             return trial
-        return dataclasses.replace(trial, expected=dataclasses.replace(trial.expected,
-                                                                       rounded=self._emulations(trial.inputs)))
+        emulated = dataclasses.replace(trial.expected, rounded=self._emulations(trial.inputs))
+        return dataclasses.replace(trial, expected=emulated)
 
     def _outputs_in_room(self, inputs: Sequence[Any], placed: list[Any]) -> list[torch.Tensor]:
         """The reference's outputs on `placed`. Where the device runs out under it, the judge lets go of what it
