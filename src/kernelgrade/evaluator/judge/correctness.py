@@ -39,8 +39,10 @@ class Trial:
     seed: int
 
 
-def check_correctness(job: Job, record: Record, session: RunSession, reference: Reference) -> Integrity | None:
-    """Returns the last call's integrity report, whose extension record the pipeline reads afterwards."""
+def check_correctness(job: Job, record: Record, session: RunSession, reference: Reference,
+                      first_passed: Callable[[], None] = lambda: None) -> Integrity | None:
+    """Returns the last call's integrity report, whose extension record the pipeline reads afterwards.
+    `first_passed` is called once the first trial has passed, before the next one runs."""
     integrity: Integrity | None = None
     with job.in_stage(Stage.CORRECTNESS, "checking correctness"):
         trials = trial_seeds(job.request.trials, job.secret, job.secret_seeds())
@@ -48,6 +50,8 @@ def check_correctness(job: Job, record: Record, session: RunSession, reference: 
             for done, trial in enumerate(trials):
                 job.report(Stage.CORRECTNESS, "correctness", done, len(trials))
                 integrity = _run_trial(job, record, session, trial, ahead)
+                if done == 0:
+                    first_passed()
         job.report(Stage.CORRECTNESS, "correctness", len(trials), len(trials))
     return integrity
 

@@ -110,8 +110,10 @@ def peak_memory(device: torch.device, record: Record) -> tuple[tuple[str, str], 
 
 def preparation(record: Record) -> tuple[tuple[str, str], ...]:
     """How many correctness trials had their expected outputs computed, read from the store on disk or kept in
-    the judge's memory: a problem prepared once is not prepared again, across restarts too."""
-    return tuple((f"trials_{source}", str(record.prepared[source])) for source in ("computed", "stored", "kept"))
+    the judge's memory: a problem prepared once is not prepared again, across restarts too; and how the
+    reference's child for timing came to hold it (kept, loaded ahead, loaded)."""
+    trials = tuple((f"trials_{source}", str(record.prepared[source])) for source in ("computed", "stored", "kept"))
+    return trials + ((("reference_child", record.reference_child),) if record.reference_child else ())
 
 
 def reset_peak_memory(device: torch.device) -> None:

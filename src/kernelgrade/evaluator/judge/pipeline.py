@@ -14,6 +14,7 @@ import gc
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -26,7 +27,7 @@ from kernelgrade.evaluator.host.run_children import ChildKind
 from kernelgrade.evaluator.host.session import RunSession, StageFailed
 from kernelgrade.evaluator.host.warm import Warm
 from kernelgrade.evaluator.integrity.crosscheck import extension_findings, process_findings
-from kernelgrade.evaluator.integrity.proctree import count_tree
+from kernelgrade.evaluator.integrity.proctree import TreeCount, count_tree
 from kernelgrade.evaluator.integrity.static_scan import scan_submission
 from kernelgrade.evaluator.judge import compiled_baseline, second_attempt
 from kernelgrade.evaluator.judge.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
@@ -45,6 +46,7 @@ from kernelgrade.evaluator.judge.outcome import (
 )
 from kernelgrade.evaluator.judge.progress import ProgressFn
 from kernelgrade.evaluator.judge.record import Record
+from kernelgrade.evaluator.judge.reference_ahead import ReferenceAhead
 from kernelgrade.evaluator.judge.reference_child import expect_child
 from kernelgrade.evaluator.judge.timing_stage import TimingInputs, TimingSets, time_candidate
 from kernelgrade.evaluator.judge.validate import validate_submission
@@ -185,21 +187,30 @@ def _in_run_child(job: Job, record: Record, session: RunSession, reference: Refe
 def _child_stages(job: Job, record: Record, session: RunSession, reference: Reference,
                   files: SubmissionFiles, prebuilt: tuple[Prebuilt, ...], kind: ChildKind) -> TimingSets | None:
     """`kind`: the candidate's child's, which the reference's own child for timing shares."""
-    inputs = TimingInputs(job, reference) if job.request.measure_timing else None
+    if not job.request.measure_timing:
+        _checked(job, record, session, reference, files, prebuilt)
+        return None
+    inputs = TimingInputs(job, reference)
+    ahead = ReferenceAhead(job.warm.children, kind, reference, job.request.trials.seed, job.request.limits)
     try:
-        baseline = load_model(job, record, session, files, prebuilt)
-        integrity = check_correctness(job, record, session, reference)
-        if integrity is not None:
-            record.note(extension_findings(integrity.extensions, "torch.ops." in job.request.submission))
-        record.note(process_findings(baseline, count_tree(session.child.proc.pid), "during the checked calls"))
-        if inputs is None:
-            return None
-        timed = time_candidate(job, record, session, reference, inputs, kind)
+        baseline = _checked(job, record, session, reference, files, prebuilt, ahead.start)
+        timed = time_candidate(job, record, session, reference, inputs, kind, ahead)
         record.note(process_findings(baseline, count_tree(session.child.proc.pid), "by the end of timing"))
         return timed
     finally:
-        if inputs is not None:
-            inputs.close()
+        inputs.close()
+        ahead.close()
+
+
+def _checked(job: Job, record: Record, session: RunSession, reference: Reference, files: SubmissionFiles,
+             prebuilt: tuple[Prebuilt, ...], first_passed: Callable[[], None] = lambda: None) -> TreeCount | None:
+    """The candidate loaded and checked; what its process tree was once loaded."""
+    baseline = load_model(job, record, session, files, prebuilt)
+    integrity = check_correctness(job, record, session, reference, first_passed)
+    if integrity is not None:
+        record.note(extension_findings(integrity.extensions, "torch.ops." in job.request.submission))
+    record.note(process_findings(baseline, count_tree(session.child.proc.pid), "during the checked calls"))
+    return baseline
 
 
 def _compiled_baseline(job: Job, record: Record, reference: Reference, init_inputs: Path,

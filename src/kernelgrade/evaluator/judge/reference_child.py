@@ -91,37 +91,56 @@ class ReferenceChild:
     candidate. Close it (or use it as a context manager): it is kept for the next evaluation of the same problem
     where it may be (KEEP_BYTES, KEEP_USES), else discarded; it is never handed to a submission."""
 
-    def __init__(self, session: RunSession, sets: Sequence[Path], flush_bytes: int, limits: Limits,
-                 done: Callable[[ReferenceChild, bool], None]) -> None:
-        self.session, self.sets, self.flush_bytes, self.limits = session, list(sets), flush_bytes, limits
-        self._read = sum(tensorfile.size(path) for path in self.sets)
+    def __init__(self, session: RunSession, limits: Limits, done: Callable[[ReferenceChild, bool], None],
+                 how: str) -> None:
+        """`how`: how the child came to hold the reference (`kept`, `loaded`), as the result's extra says it."""
+        self.session, self.limits, self.how = session, limits, how
+        self.sets: list[Path] = []
+        self.flush_bytes = self._read = 0
         self._done = done
 
     @classmethod
     def loaded(cls, children: RunChildren, kind: ChildKind, reference: Reference, sets: Sequence[Path | list[Any]],
-               seed: int, flush_bytes: int, limits: Limits) -> ReferenceChild:
-        """A child of `kind` with the reference loaded under the weight seed `seed`: the one kept from the last
-        evaluation of this problem where there is one, else a warm spare where one waits. `sets`: the timing input
-        sets, as files (linked into the child's own dir) or as values (written there). A spare taken is replaced
-        once this is closed, after the measurement: a spare's start holds the quiet lock the measurement takes, so
-        replacing it at once would make the measurement wait for a start. Raises StageFailed where the child cannot
-        start or load it."""
+               seed: int, flush_bytes: int, limits: Limits, started: ReferenceChild | None = None) -> ReferenceChild:
+        """A child of `kind` with the reference loaded under the weight seed `seed` (`started`, or one `started`
+        now), given the timing input sets `sets`: as files (linked into the child's own dir) or as values
+        (written there). Raises StageFailed where the child cannot start or load it."""
+        child = started or cls.started(children, kind, reference, seed, limits)
+        try:
+            child.given(sets, flush_bytes)
+        except BaseException:
+            child.close(failed=True)
+            raise
+        return child
+
+    @classmethod
+    def started(cls, children: RunChildren, kind: ChildKind, reference: Reference, seed: int, limits: Limits,
+                spare: RunSession | None = None) -> ReferenceChild:
+        """A child of `kind` with the reference loaded under the weight seed `seed`, no timing sets given yet: the
+        one kept from the last evaluation of this problem where there is one, else `spare` (a warm spare taken),
+        else a warm spare taken now. A spare taken is replaced once this is closed, after the measurement: a
+        spare's start holds the quiet lock the measurement takes, so replacing it at once would make the
+        measurement wait for a start. Raises StageFailed where the child cannot start or load it."""
         key = child_key(reference, seed, kind)
-        kept = children.reclaim(key)
-        session = kept.session if kept else children.take(kind, refill=False)
+        kept = None if spare else children.reclaim(key)
+        session = kept.session if kept else spare or children.take(kind, refill=False)
         done = functools.partial(_done, children, key, kept.uses + 1 if kept else 1, reference,
                                  None if kept else functools.partial(children.refill, kind))
-        try:
-            _clear_sets(session.work_dir)
-            files = [_placed(session.work_dir, k, s) for k, s in enumerate(sets)]
-            if kept is None:
+        if kept is None:
+            try:
                 _load(session, reference, seed, kind, limits)
-        except BaseException:
-            discard(session)
-            if kept is None:
+            except BaseException:
+                discard(session)
                 children.refill(kind)
-            raise
-        return cls(session, files, flush_bytes, limits, done)
+                raise
+        return cls(session, limits, done, "kept" if kept else "loaded")
+
+    def given(self, sets: Sequence[Path | list[Any]], flush_bytes: int) -> None:
+        """The timing input sets of this evaluation, in place of any an earlier one gave, and its flush size."""
+        _clear_sets(self.session.work_dir)
+        self.sets = [_placed(self.session.work_dir, k, s) for k, s in enumerate(sets)]
+        self._read = sum(tensorfile.size(path) for path in self.sets)
+        self.flush_bytes = flush_bytes
 
     def run(self, params: TimingParams) -> ReferenceRun:
         """Warm up, then one timed phase under `params`."""

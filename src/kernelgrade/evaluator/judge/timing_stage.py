@@ -34,6 +34,7 @@ from kernelgrade.evaluator.integrity.roofline import floor_for
 from kernelgrade.evaluator.judge import interleaved, reference_timing
 from kernelgrade.evaluator.judge.job import Job
 from kernelgrade.evaluator.judge.record import Record
+from kernelgrade.evaluator.judge.reference_ahead import ReferenceAhead
 from kernelgrade.evaluator.judge.reference_child import ReferenceChild, ReferenceRun
 from kernelgrade.evaluator.judge.settle import settle_s
 from kernelgrade.evaluator.judge.timed_outputs import recheck_timed_outputs
@@ -94,16 +95,17 @@ class TimingInputs:
 
 
 def time_candidate(job: Job, record: Record, session: RunSession, reference: Reference,
-                   inputs: TimingInputs, kind: ChildKind) -> TimingSets:
-    """`kind`: the candidate's child's; the reference's child is one of the same kind (a warm spare where one
-    waits), taken and loaded before the judge takes its quiet lock, which a spare's start waits for."""
+                   inputs: TimingInputs, kind: ChildKind, ahead: ReferenceAhead) -> TimingSets:
+    """`kind`: the candidate's child's; the reference's child is one of the same kind: the one `ahead` loaded
+    during the correctness trials, else a warm spare where one waits, taken and loaded before the judge takes its
+    quiet lock, which a spare's start waits for."""
     params = job.timing_params
     with job.in_stage(Stage.TIMING, "timing"):
         with job.timed("timing:inputs_wait"):
             sets, paths = inputs.result()
         sets, paths = _in_room(job, record, reference, sets, paths)
         timed = TimingSets(tuple(paths), params.flush_bytes or timing.default_flush_bytes(job.device))
-        with _reference_child(job, reference, kind, timed) as in_child, _alone_on_device(job):
+        with _reference_child(job, record, reference, kind, timed, ahead) as in_child, _alone_on_device(job):
             candidate, loop, again = _time_both(job, record, session, reference, in_child, timed)
             candidate = confirmed(job, record, candidate, loop, again)
         samples, flush_findings = flush_corrected(candidate, loop)
@@ -147,14 +149,16 @@ def _in_room(job: Job, record: Record, reference: Reference, sets: list[list[Any
 
 
 @contextmanager
-def _reference_child(job: Job, reference: Reference, kind: ChildKind, timed: TimingSets) -> Iterator[ReferenceChild]:
+def _reference_child(job: Job, record: Record, reference: Reference, kind: ChildKind, timed: TimingSets,
+                     ahead: ReferenceAhead) -> Iterator[ReferenceChild]:
     job.report(Stage.TIMING, "loading the reference in a run child of its own", 0, 3)
     with job.timed("timing:reference_child"):
         try:
             child = ReferenceChild.loaded(job.warm.children, kind, reference, timed.paths, job.request.trials.seed,
-                                          timed.flush_bytes, job.request.limits)
+                                          timed.flush_bytes, job.request.limits, ahead.child())
         except StageFailed as failed:
             raise _grader_failed(failed) from None
+    record.reference_child = child.how
     with child:
         yield child
 

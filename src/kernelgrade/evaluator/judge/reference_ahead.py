@@ -1,0 +1,94 @@
+"""The reference's run child, loaded while the candidate's last correctness trials run.
+
+Loading the reference in its child is the seeded construction of its weights on the CPU and their copy to the
+device: 0.4-0.7 s for a KernelBench level 2 GEMM on an H200, about 5 s for 55_Matmul_MaxPool_Sum_Scale (4 GiB of
+weights). Loaded at the start of the timing stage, that was device time of every verdict whose problem's child
+was not kept. A candidate that passes its first trial nearly always reaches timing, so from then on the load runs
+beside its remaining trials, in the other child; correctness is not a measurement, so nothing timed shares the
+device with it. A candidate that fails its first trial costs no spare and no load.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import torch
+
+from kernelgrade.evaluator.host.reference import Footprint, Reference
+from kernelgrade.evaluator.host.run_children import ChildKind, RunChildren
+from kernelgrade.evaluator.host.session import StageFailed
+from kernelgrade.evaluator.judge.reference_child import ReferenceChild, child_key
+from kernelgrade.evaluator.request import Limits
+
+log = logging.getLogger(__name__)
+
+# A child loaded ahead holds the reference's weights on the device beside the candidate's child and the trials the
+# judge makes, which the judge's budgets (an eighth of the card each for kept references and a trial made ahead)
+# leave room for, but not for much more: only weights within a sixteenth of the card load ahead (5 GiB of an
+# H100, which takes in 55_Matmul's 4 GiB); larger ones load at timing, once the trials are let go.
+WEIGHTS_SHARE = 16
+
+
+class ReferenceAhead:
+    """The reference's child for one evaluation's timing stage, taken and loaded in the background once `start`
+    is called. Close it: a child loaded for an evaluation that ended before timing is closed as a timed one is
+    (kept for the next evaluation of its problem where it may be)."""
+
+    def __init__(self, children: RunChildren, kind: ChildKind, reference: Reference, seed: int,
+                 limits: Limits) -> None:
+        self._children, self._kind, self._reference, self._seed, self._limits = children, kind, reference, seed, limits
+        self._pool: ThreadPoolExecutor | None = None
+        self._loading: Future[ReferenceChild] | None = None
+
+    def start(self) -> None:
+        """Takes a spare that is ready and loads the reference in it, in the background. Nothing is started where
+        the judge keeps this problem's child loaded already, where no spare is ready (the timing stage takes one
+        as before; one started here would end with the loading thread) or where the weights are too large to hold
+        beside the candidate (WEIGHTS_SHARE)."""
+        if self._pool is not None or self._children.keeps(child_key(self._reference, self._seed, self._kind)):
+            return
+        if not _fits_beside(self._reference):
+            return
+        spare = self._children.take_ready(self._kind)
+        if spare is None:
+            return
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="reference-ahead")
+        self._loading = self._pool.submit(ReferenceChild.started, self._children, self._kind, self._reference,
+                                          self._seed, self._limits, spare)
+
+    def child(self) -> ReferenceChild | None:
+        """The child loaded ahead, once its load has ended, for the caller to close; None where none was started
+        or where its load failed (the child is gone and its spare replaced): loaded beside the candidate's trials,
+        it may have lacked room that the timing stage has, so the caller loads one itself as it would have."""
+        loading, self._loading = self._loading, None
+        if loading is None:
+            return None
+        try:
+            child = loading.result()
+        except StageFailed as failed:
+            log.warning("the reference's child loaded ahead failed, so it is loaded again for timing: %s",
+                        failed.failure.message)
+            return None
+        child.how = "loaded ahead"
+        return child
+
+    def close(self) -> None:
+        """Closes a child loaded ahead that the timing stage did not take, and ends the loading thread. How an
+        unused load ended is no part of the evaluation's outcome."""
+        try:
+            unused = self.child()
+            if unused is not None:
+                unused.close()
+        except Exception:
+            log.warning("the reference's child loaded ahead could not be closed", exc_info=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+
+def _fits_beside(reference: Reference) -> bool:
+    device = reference.device
+    if device.type != "cuda":
+        return True
+    weights = Footprint.of([*reference.model.parameters(), *reference.model.buffers()])
+    return weights.device <= torch.cuda.get_device_properties(device).total_memory // WEIGHTS_SHARE
