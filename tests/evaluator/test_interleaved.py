@@ -24,6 +24,7 @@ from kernelgrade.evaluator import (
     Verdict,
     Warm,
     evaluate,
+    timing,
 )
 from kernelgrade.evaluator.host.reference_cache import References
 from kernelgrade.evaluator.host.run_children import RunChildren
@@ -86,6 +87,16 @@ def test_the_candidates_rounds_are_checked_against_the_references_rounds() -> No
     assert loop.overhead_per_rep_ms == pytest.approx(0.3)
     busier = rounds.beside(dataclasses.replace(plain, overhead_per_rep_ms=0.1))
     assert busier.overhead_per_rep_ms == pytest.approx(rounds.overhead_per_rep_ms)
+
+
+def test_the_candidates_phase_is_checked_against_the_tighter_of_the_references_runs_around_it() -> None:
+    def run(gap: float, overhead: float, tail: float, flush: tuple[float, ...]) -> ReferenceRun:
+        raw = timing.RawSamples((1.0,) * 3, (1.1,) * 3, "max_reps", "events", flush_ms=flush)
+        return ReferenceRun(raw, gap, overhead, tail)
+
+    loop = run(0.05, 0.2, 0.012, (0.08, 0.09)).around(run(0.07, 0.3, 0.010, (0.1,)))
+    assert loop == ReferenceLoop(wall_gap_ms=0.05, overhead_per_rep_ms=0.3, flush_ms=0.09, tail_ms=0.010)
+    assert run(0.05, 0.2, 0.0, ()).around(run(0.05, 0.2, 0.0, ())).flush_ms == 0.0  # on the CPU: no flush
 
 
 def test_a_childs_threads_share_one_cpu_inside_and_get_the_judges_back_after() -> None:

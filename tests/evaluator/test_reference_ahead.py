@@ -97,8 +97,8 @@ def test_a_stream_finds_its_reference_loaded_ahead_then_kept_and_a_wrong_candida
         _ready(warm.children, kind, 2)
         wrong = evaluate(dataclasses.replace(request, problem=other, submission=WRONG), warm=warm)
         assert warm.references is not None
-        loaded = warm.children.keeps(child_key(warm.references.reference(other, torch.device("cpu"), request.trials.seed),
-                                               request.trials.seed, kind))
+        seed = request.trials.seed
+        loaded = warm.children.keeps(child_key(warm.references.reference(other, torch.device("cpu"), seed), seed, kind))
     finally:
         warm.close()
     assert [first.verdict, second.verdict] == [Verdict.CORRECT] * 2, (first.failure, second.failure)

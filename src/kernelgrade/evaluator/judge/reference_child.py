@@ -79,6 +79,14 @@ class ReferenceRun:
         overhead = (timed.outer_seconds * 1000.0 - sum(reply.wall_ms)) / len(reply.wall_ms)
         return cls(raw, gap, overhead, statistics.median(reply.tail_ms) if reply.tail_ms else 0.0)
 
+    def around(self, after: ReferenceRun) -> ReferenceLoop:
+        """The loop a candidate's phase between this run and `after` is checked against: the smaller wall gap and
+        tail of the two, the larger per-rep overhead, the median flush of both."""
+        flush_ms = self.raw.flush_ms + after.raw.flush_ms
+        return ReferenceLoop(min(self.wall_gap_ms, after.wall_gap_ms),
+                             max(self.overhead_per_rep_ms, after.overhead_per_rep_ms),
+                             statistics.median(flush_ms) if flush_ms else 0.0, min(self.tail_ms, after.tail_ms))
+
     def beside(self, loop: ReferenceLoop) -> ReferenceLoop:
         """`loop` as this run, timed beside a candidate's phase, shows it: its wall gap and tail, and the larger
         per-rep overhead of the two."""

@@ -197,10 +197,7 @@ def _time_both(job: Job, record: Record, session: RunSession, reference: Referen
     candidate = _time_candidate(job, record, session, timed, settle_s(statistics.median(before.raw.wall_ms) / 1e3))
     job.report(Stage.TIMING, "timing the reference again", 2, 3)
     after = reference_run("timing:reference_again", how.params(params))
-    loop = ReferenceLoop(min(before.wall_gap_ms, after.wall_gap_ms),
-                         max(before.overhead_per_rep_ms, after.overhead_per_rep_ms),
-                         _median_or_zero(before.raw.flush_ms + after.raw.flush_ms),
-                         min(before.tail_ms, after.tail_ms))
+    loop = before.around(after)
     if interleaved.wanted(params, candidate, before):
         # The first phase's samples give way to the rounds'; what it showed of the call (a patch, a flag) stands.
         record.note(f for f in timing_findings(candidate, loop) if f.code not in CONFIRMED)
@@ -293,6 +290,3 @@ def _check_roofline(job: Job, record: Record) -> None:
         record.roofline = floor_for(job.request.problem, torch.cuda.get_device_name(job.device))
         record.note(roofline_findings(record.candidate_timing.median_ms, record.roofline))
 
-
-def _median_or_zero(values: tuple[float, ...]) -> float:
-    return statistics.median(values) if values else 0.0
