@@ -1,7 +1,7 @@
 """The reference's run child, loaded while the candidate's last correctness trials run.
 
 Loading the reference in its child is the seeded construction of its weights on the CPU and their copy to the
-device: 0.4-0.7 s for a KernelBench level 2 GEMM on an H200, about 5 s for 55_Matmul_MaxPool_Sum_Scale (4 GiB of
+device: 0.4-1.0 s for a KernelBench level 2 GEMM on an H200, 7-8 s for 55_Matmul_MaxPool_Sum_Scale (4 GiB of
 weights). Loaded at the start of the timing stage, that was device time of every verdict whose problem's child
 was not kept. A candidate that passes its first trial nearly always reaches timing, so from then on the load runs
 beside its remaining trials, in the other child; correctness is not a measurement, so nothing timed shares the
