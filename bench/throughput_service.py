@@ -237,5 +237,8 @@ def _checks(evaluation: dict[str, Any], result: dict[str, Any]) -> tuple[tuple[s
         found.append(("CUDA build", "lean"))
     elif lean_header.FELL_BACK in log:
         found.append(("CUDA build", "as given after a failed lean one"))
+    extra = dict(result.get("extra") or [])
+    if "reference_child" in extra:
+        found.append(("reference's child for timing", str(extra["reference_child"])))
     found += [("finding", f"{f['severity']}: {f['code']}") for f in evaluation.get("findings", [])]
     return tuple(found)

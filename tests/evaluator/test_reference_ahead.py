@@ -70,9 +70,14 @@ def test_nothing_is_loaded_ahead_without_a_ready_spare_or_with_the_child_kept(tm
         none_ready = ReferenceAhead(children, CPU, reference, SEED, TEST_LIMITS)
         none_ready.start()  # the first spare is still starting: none is waited for
         assert none_ready.child() is None
+        sets = [reference.make_inputs(k) for k in range(SMALL.input_sets)]
+        with ReferenceChild.loaded(children, CPU, reference, sets, SEED, 1 << 20, TEST_LIMITS) as at_timing:
+            assert none_ready.described(at_timing) == "loaded: no spare child was ready once the first trial had passed"
+        children.let_go_of_kept()
         _ready(children, CPU, 1)
         unused = ReferenceAhead(children, CPU, reference, SEED, TEST_LIMITS)
         unused.start()
+        assert children.ready(CPU) == 0 and not children.keeps(child_key(reference, SEED, CPU))
         unused.close()  # the evaluation ended before timing: the loaded child is kept, as a timed one is
         assert children.keeps(child_key(reference, SEED, CPU))
         _ready(children, CPU, 1)

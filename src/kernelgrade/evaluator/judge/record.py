@@ -36,7 +36,8 @@ class Record:
     child_peak_bytes: int = 0  # the most the run child reported having held on the device
     # Correctness trials by where their expected outputs came from: computed, stored (on disk) or kept (memory).
     prepared: Counter[str] = field(default_factory=Counter)
-    # How the reference's child for timing came to hold it: kept, loaded ahead (beside the trials) or loaded.
+    # How the reference's child for timing came to hold it: kept, loaded ahead (beside the trials) or loaded
+    # (with why not ahead, where that was tried).
     reference_child: str = ""
 
     def add(self, finding: Finding) -> None:

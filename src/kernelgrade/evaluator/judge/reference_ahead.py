@@ -40,6 +40,7 @@ class ReferenceAhead:
         self._children, self._kind, self._reference, self._seed, self._limits = children, kind, reference, seed, limits
         self._pool: ThreadPoolExecutor | None = None
         self._loading: Future[ReferenceChild] | None = None
+        self._passed_over = ""  # why the reference was not loaded ahead, where it was not
 
     def start(self) -> None:
         """Takes a spare that is ready and loads the reference in it, in the background. Nothing is started where
@@ -49,9 +50,11 @@ class ReferenceAhead:
         if self._pool is not None or self._children.keeps(child_key(self._reference, self._seed, self._kind)):
             return
         if not _fits_beside(self._reference):
+            self._passed_over = f"its weights take more than 1/{WEIGHTS_SHARE} of the device"
             return
         spare = self._children.take_ready(self._kind)
         if spare is None:
+            self._passed_over = "no spare child was ready once the first trial had passed"
             return
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="reference-ahead")
         self._loading = self._pool.submit(ReferenceChild.started, self._children, self._kind, self._reference,
@@ -69,9 +72,15 @@ class ReferenceAhead:
         except StageFailed as failed:
             log.warning("the reference's child loaded ahead failed, so it is loaded again for timing: %s",
                         failed.failure.message)
+            self._passed_over = "its load beside the trials failed"
             return None
         child.how = "loaded ahead"
         return child
+
+    def described(self, child: ReferenceChild) -> str:
+        """How `child` came to hold the reference, with why it was not loaded ahead where it was loaded at
+        timing: what the result's extra says."""
+        return f"{child.how}: {self._passed_over}" if child.how == "loaded" and self._passed_over else child.how
 
     def close(self) -> None:
         """Closes a child loaded ahead that the timing stage did not take, and ends the loading thread. How an

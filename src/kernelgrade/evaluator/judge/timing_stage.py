@@ -158,7 +158,7 @@ def _reference_child(job: Job, record: Record, reference: Reference, kind: Child
                                           timed.flush_bytes, job.request.limits, ahead.child())
         except StageFailed as failed:
             raise _grader_failed(failed) from None
-    record.reference_child = child.how
+    record.reference_child = ahead.described(child)
     with child:
         yield child
 
