@@ -2,6 +2,7 @@
 
     PYTHONPATH=src python3 bench/throughput.py [--device cuda|cpu] [--n N] [--prebuilt [--build-jobs J]]
                                                [--compare-warm | --compare KERNELGRADE_X=A,B | --before SRC]
+                                               [--side-by-side]
                                                [--env KEY=VALUE ...]
                                                [--compile-errors F] [--wrong F] [--json PATH]
 
@@ -21,7 +22,11 @@ with each value (KERNELGRADE_LOCAL_JUDGES=1,2: one GPU, then two; given twice, o
 the values), --compare-warm is
 --compare KERNELGRADE_WARM_CHILDREN=0,3, and --before SRC serves another checkout's source first (before and
 after a change, e.g. `git worktree add /tmp/old HEAD~1` and --before /tmp/old/src; with --prebuilt both share
-the builds where the change leaves their cache keys alone):
+the builds where the change leaves their cache keys alone). --side-by-side runs the configurations at once
+instead, each server on a GPU and an equal share of the CPUs of its own (taskset; the GPUs must number at least
+the configurations): both sides of a ratio then share the host's conditions (its disk, its memory bandwidth, a
+noisy neighbour) and take the time of one; a comparison of judges per server (LOCAL_JUDGES=1,2) wants the whole
+host, so it is run without it:
 - verdicts/hour: N / wall, wall = first submission's creation to last verdict (server timestamps);
 - submit-to-verdict latency p50/p95 (each evaluation's finished_at - created_at);
 - device seconds per verdict: the stages the run child holds the device (load + correctness + timing +
@@ -52,7 +57,7 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -66,7 +71,7 @@ from kernelgrade.evaluator import DeviceKind, EvalRequest, ProblemSpec, precompi
 from kernelgrade.evaluator.sandbox.levels import make_launcher
 from throughput_corpus import KERNEL_EVERY, Expect, ProblemRef, Submission, build_corpus, mixed_corpus
 from throughput_report import InProcessSummary, RunReport, print_in_process, print_runs, summarize
-from throughput_service import Config, Service, served
+from throughput_service import Config, Service, Slice, served
 
 CPU_DEFAULT_N = 6  # a C++ build takes about 20 s on a 2-core machine
 CUDA_DEFAULT_N = 40
@@ -89,9 +94,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: no CUDA device here; --device cpu grades C++ extensions on CPU problems", file=sys.stderr)
         return 2
     corpus = _corpus(args)
+    chosen = configs(args)
+    if args.side_by_side:
+        chosen = side_by_side(chosen, args.device, os.sched_getaffinity(0), visible_gpus(args.device))
     with tempfile.TemporaryDirectory(prefix="kg-throughput-") as tmp:
-        measured = measure_mixed if args.mixed else measure
-        runs = [run for i, config in enumerate(configs(args)) for run in measured(config, corpus, Path(tmp), i, args)]
+        runs = measure_all(chosen, corpus, Path(tmp), args)
         print_runs(runs)
         in_process = None if args.no_in_process else in_process_run(corpus, args.device, Path(tmp) / "kb-ext")
     if in_process is not None:
@@ -119,6 +126,42 @@ def configs(args: argparse.Namespace) -> list[Config]:
                    {**extra, **dict(chosen)}) for chosen in itertools.product(*axes)]
 
 
+def side_by_side(chosen: list[Config], device: str, cpus: Iterable[int], gpus: Sequence[str]) -> list[Config]:
+    """Each configuration on a slice of the host of its own, to be run at once: GPU i of `gpus` (a CUDA run) and
+    the i-th of equal shares of `cpus`, so that a before/after ratio is measured under the same host conditions."""
+    ordered = sorted(cpus)
+    share = len(ordered) // len(chosen)
+    if share == 0 or (device == "cuda" and len(gpus) < len(chosen)):
+        raise SystemExit(f"error: --side-by-side runs {len(chosen)} configurations at once, each on a CPU (and, on"
+                         f" CUDA, a GPU) of its own; here are {len(ordered)} CPUs and {len(gpus)} GPUs")
+    return [replace(config, place=Slice(gpus[i] if device == "cuda" else None,
+                                        tuple(ordered[i * share:(i + 1) * share])))
+            for i, config in enumerate(chosen)]
+
+
+def visible_gpus(device: str) -> list[str]:
+    """The GPUs this process may use, as a child's CUDA_VISIBLE_DEVICES names them."""
+    if device != "cuda":
+        return []
+    named = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if named is not None:
+        return [gpu.strip() for gpu in named.split(",") if gpu.strip()]
+    return [str(index) for index in range(torch.cuda.device_count())]
+
+
+def measure_all(chosen: list[Config], corpus: list[Submission], root: Path,
+                args: argparse.Namespace) -> list[RunReport]:
+    """Every configuration, one after another, or all at once (--side-by-side; built ahead first, where asked)."""
+    measured = measure_mixed if args.mixed else measure
+    if not args.side_by_side:
+        return [run for i, config in enumerate(chosen) for run in measured(config, corpus, root, i, args)]
+    if args.prebuilt and args.build_jobs:
+        build_ahead(corpus, args.device, root / "data", args.build_jobs, chosen[0])
+    with ThreadPoolExecutor(len(chosen)) as pool:
+        done = pool.map(lambda indexed: measured(indexed[1], corpus, root, indexed[0], args), enumerate(chosen))
+        return [run for runs in done for run in runs]
+
+
 def _corpus(args: argparse.Namespace) -> list[Submission]:
     if not args.mixed:
         n = args.n or (CUDA_DEFAULT_N if args.device == "cuda" else CPU_DEFAULT_N)
@@ -142,7 +185,8 @@ def measure_mixed(config: Config, corpus: list[Submission], root: Path, index: i
     """One server, fresh data dir, two passes: every problem new, then the same submissions again (forced)."""
     data_dir = root / f"data-{index}"
     print(f"# {config.label}: starting kernelgrade serve (data dir {data_dir})", flush=True)
-    with served(data_dir, data_dir / f"run-{index}.db", config.env, config.src) as service:
+    with served(data_dir, data_dir / f"run-{index}.db", config.env, config.src, config.place,
+                _progress_label(config, args)) as service:
         service.register_problems(corpus)
         reports = []
         for label, force in (("first pass", False), ("second pass", True)):
@@ -160,14 +204,19 @@ def measure(config: Config, corpus: list[Submission], root: Path, index: int,
     data_dir = root / ("data" if args.prebuilt else f"data-{index}")
     database = data_dir / f"run-{index}.db"
     print(f"# {config.label}: starting kernelgrade serve (data dir {data_dir})", flush=True)
-    if args.prebuilt and args.build_jobs and index == 0:
+    if args.prebuilt and args.build_jobs and index == 0 and not args.side_by_side:
         build_ahead(corpus, args.device, data_dir, args.build_jobs, config)
-    with served(data_dir, database, config.env, config.src) as service:
+    with served(data_dir, database, config.env, config.src, config.place, _progress_label(config, args)) as service:
         service.register_problems(corpus)
         build_pass = _build_pass(service, corpus, args.timeout) if args.prebuilt else None
         print(f"# {config.label}: submitting {len(corpus)} submissions", flush=True)
         graded = service.grade(corpus, force=args.prebuilt, timeout_s=args.timeout)
         return [summarize(config, graded, service.devices(), build_pass)]
+
+
+def _progress_label(config: Config, args: argparse.Namespace) -> str:
+    """Progress lines of configurations run at once are told apart by their label."""
+    return config.label if args.side_by_side else ""
 
 
 def build_ahead(corpus: list[Submission], device: str, data_dir: Path, jobs: int, config: Config) -> None:
@@ -254,6 +303,9 @@ def _parser() -> argparse.ArgumentParser:
                               " then from this tree, and print them side by side")
     compare.add_argument("--compare", action="append", default=[], metavar="KERNELGRADE_X=A,B",
                          help="one server per value of the setting, side by side; repeated: one per combination")
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="run the compared configurations at once, each on a GPU and an equal share of the CPUs"
+                             " of its own: a ratio under the same host conditions, in the time of one")
     parser.add_argument("--env", action="append", default=[], metavar="KERNELGRADE_X=V",
                         help="a setting for the server (repeatable)")
     parser.add_argument("--timeout", type=float, default=7200.0, help="seconds to wait for one pass's verdicts")

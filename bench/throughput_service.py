@@ -33,10 +33,21 @@ SUBMITTER = "throughput-bench"
 
 
 @dataclass(frozen=True)
+class Slice:
+    """The part of the host a server runs on: one GPU (as CUDA_VISIBLE_DEVICES names it; None: every one this
+    process sees) and its CPUs (empty: this process's). The server's judges place their children and threads
+    within its CPUs (worker/cores.py reads the affinity it is given)."""
+
+    gpu: str | None = None
+    cpus: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class Config:
     label: str
     env: Mapping[str, str]  # KERNELGRADE_* settings of this configuration
     src: Path | None = None  # the kernelgrade source the server runs (another checkout's src/); None: this one
+    place: Slice = Slice()
 
 
 @dataclass(frozen=True)
@@ -61,20 +72,33 @@ class Graded:
 
 
 @contextmanager
-def served(data_dir: Path, database: Path, settings: Mapping[str, str], src: Path | None = None) -> Iterator[Service]:
+def served(data_dir: Path, database: Path, settings: Mapping[str, str], src: Path | None = None,
+           place: Slice = Slice(), label: str = "") -> Iterator[Service]:
+    """`label`: what its progress lines start with, where several servers print at once."""
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log_path = data_dir / f"serve-{port}.log"
+    env = _server_env(data_dir, database, port, settings, src or SRC)
+    if place.gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = place.gpu
     with log_path.open("ab") as log:
-        process = subprocess.Popen([sys.executable, "-m", "kernelgrade.cli", "serve"],
-                                   env=_server_env(data_dir, database, port, settings, src or SRC), stdout=log,
-                                   stderr=subprocess.STDOUT)
-    service = Service(f"http://127.0.0.1:{port}", process, log_path)
+        process = subprocess.Popen(server_command(place), env=env, stdout=log, stderr=subprocess.STDOUT)
+    service = Service(f"http://127.0.0.1:{port}", process, log_path, label)
     try:
         service.wait_ready()
         yield service
     finally:
         service.stop()
+
+
+def server_command(place: Slice) -> list[str]:
+    return pinned(place.cpus, [sys.executable, "-m", "kernelgrade.cli", "serve"])
+
+
+def pinned(cpus: tuple[int, ...], command: list[str]) -> list[str]:
+    """`command` on `cpus` where there are any: set by taskset before the program starts, so every thread and
+    child of it inherits them."""
+    return ["taskset", "-c", ",".join(map(str, cpus)), *command] if cpus else command
 
 
 def _server_env(data_dir: Path, database: Path, port: int, settings: Mapping[str, str], src: Path) -> dict[str, str]:
@@ -87,8 +111,8 @@ def _server_env(data_dir: Path, database: Path, port: int, settings: Mapping[str
 
 
 class Service:
-    def __init__(self, url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
-        self.url, self.process, self.log_path = url, process, log_path
+    def __init__(self, url: str, process: subprocess.Popen[bytes], log_path: Path, label: str = "") -> None:
+        self.url, self.process, self.log_path, self.label = url, process, log_path, label
         self.client = httpx.Client(base_url=url, timeout=60.0)
 
     def wait_ready(self) -> None:
@@ -146,7 +170,7 @@ class Service:
                     raise RuntimeError(f"no verdict for submission {submission_id} in {timeout_s:.0f} s")
                 time.sleep(POLL_S)
             done[submission_id] = body
-            print(f"#   {len(done)}/{len(ids)} {_progress(body)}", flush=True)
+            print(f"#   {self.label + ': ' if self.label else ''}{len(done)}/{len(ids)} {_progress(body)}", flush=True)
         return done
 
     def _ok(self, response: httpx.Response) -> Any:
