@@ -1,5 +1,5 @@
 """The reference's child for timing is loaded while the candidate's last correctness trials run, once its first
-trial has passed, in a spare that is ready then; else at the start of timing, as before."""
+trial has passed, in a spare that is ready or starting then; else at the start of timing, as before."""
 
 from __future__ import annotations
 
@@ -50,9 +50,9 @@ def test_a_ready_spare_is_loaded_in_the_background_and_times_the_reference(tmp_p
     try:
         _ready(children, CPU, 1)
         ahead.start()
-        assert children.ready(CPU) == 0  # taken, and not replaced before the measurement
         child = ahead.child()
         assert child is not None and child.how == "loaded ahead"
+        assert children.ready(CPU) == 0  # taken, and not replaced before the measurement
         sets = [reference.make_inputs(k) for k in range(SMALL.input_sets)]
         with ReferenceChild.loaded(children, CPU, reference, sets, SEED, 1 << 20, TEST_LIMITS, child) as given:
             assert given is child and len(given.run(SMALL).raw.device_ms) >= SMALL.min_reps
@@ -62,22 +62,37 @@ def test_a_ready_spare_is_loaded_in_the_background_and_times_the_reference(tmp_p
         children.close()
 
 
-def test_nothing_is_loaded_ahead_without_a_ready_spare_or_with_the_child_kept(tmp_path: Path) -> None:
+def test_a_spare_still_starting_is_waited_for_in_the_background(tmp_path: Path) -> None:
+    children = RunChildren(SubprocessLauncher(), tmp_path / "work", spares=1, kept=1)
+    reference = _reference()
+    ahead = ReferenceAhead(children, CPU, reference, SEED, TEST_LIMITS)
+    try:
+        children.refill(CPU)
+        ahead.start()  # seconds before the spare is ready
+        child = ahead.child()
+        assert child is not None and child.how == "loaded ahead"
+        child.close()
+    finally:
+        ahead.close()
+        children.close()
+
+
+def test_nothing_is_loaded_ahead_without_a_spare_coming_or_with_the_child_kept(tmp_path: Path) -> None:
     children = RunChildren(SubprocessLauncher(), tmp_path / "work", spares=1, kept=1)
     reference = _reference()
     try:
-        children.refill(CPU)
-        none_ready = ReferenceAhead(children, CPU, reference, SEED, TEST_LIMITS)
-        none_ready.start()  # the first spare is still starting: none is waited for
-        assert none_ready.child() is None
+        none_coming = ReferenceAhead(children, CPU, reference, SEED, TEST_LIMITS)
+        none_coming.start()  # no spare is ready or starting, and none is started for it
+        assert none_coming.child() is None and children.ready(CPU) == 0
         sets = [reference.make_inputs(k) for k in range(SMALL.input_sets)]
         with ReferenceChild.loaded(children, CPU, reference, sets, SEED, 1 << 20, TEST_LIMITS) as at_timing:
-            assert none_ready.described(at_timing) == "loaded: no spare child was ready once the first trial had passed"
+            assert none_coming.described(at_timing) == \
+                "loaded: no spare child was ready or starting once the first trial had passed"
         children.let_go_of_kept()
         _ready(children, CPU, 1)
         unused = ReferenceAhead(children, CPU, reference, SEED, TEST_LIMITS)
         unused.start()
-        assert children.ready(CPU) == 0 and not children.keeps(child_key(reference, SEED, CPU))
+        assert not children.keeps(child_key(reference, SEED, CPU))
         unused.close()  # the evaluation ended before timing: the loaded child is kept, as a timed one is
         assert children.keeps(child_key(reference, SEED, CPU))
         _ready(children, CPU, 1)

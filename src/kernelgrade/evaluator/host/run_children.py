@@ -97,11 +97,12 @@ class RunChildren:
             return self._start(kind)
         return self._placed_here(session)
 
-    def take_ready(self, kind: ChildKind) -> RunSession | None:
-        """A warm child of this kind that is ready now, or None: none is waited for or started, since a child
-        started by a thread that ends would end with it (bwrap's --die-with-parent). Its spare is not replaced:
-        the caller calls `refill` later, as after take(refill=False)."""
-        session = self._pop_live(kind, wait=False)
+    def take_spare(self, kind: ChildKind) -> RunSession | None:
+        """A warm child of this kind, ready now or once one already starting is; None where none is ready or
+        starting. None is started here, so a thread that then ends may call it: a child started by a thread that
+        ends would end with it (bwrap's --die-with-parent). Its spare is not replaced: the caller calls `refill`
+        later, as after take(refill=False)."""
+        session = self._pop_live(kind)
         return self._placed_here(session) if session is not None else None
 
     def _placed_here(self, session: RunSession) -> RunSession:
@@ -181,14 +182,13 @@ class RunChildren:
         for session in waiting:
             discard(session)
 
-    def _pop_live(self, kind: ChildKind, wait: bool = True) -> RunSession | None:
+    def _pop_live(self, kind: ChildKind) -> RunSession | None:
         """A waiting child that is still alive (one may have been killed meanwhile: the OOM killer, say). A
-        spare already starting is nearer to ready than one started now, so it is waited for (`wait`)."""
+        spare already starting is nearer to ready than one started now, so it is waited for."""
         while True:
             with self._lock:
-                if wait:
-                    self._changed.wait_for(
-                        lambda: self._ready.get(kind) or not self._starting.get(kind) or self._closed, WARM_S)
+                self._changed.wait_for(lambda: self._ready.get(kind) or not self._starting.get(kind) or self._closed,
+                                       WARM_S)
                 ready = self._ready.get(kind, [])
                 session = ready.pop(0) if ready else None
             if session is None or session.child.proc.poll() is None:

@@ -39,26 +39,28 @@ class ReferenceAhead:
                  limits: Limits) -> None:
         self._children, self._kind, self._reference, self._seed, self._limits = children, kind, reference, seed, limits
         self._pool: ThreadPoolExecutor | None = None
-        self._loading: Future[ReferenceChild] | None = None
+        self._loading: Future[ReferenceChild | None] | None = None
         self._passed_over = ""  # why the reference was not loaded ahead, where it was not
 
     def start(self) -> None:
-        """Takes a spare that is ready and loads the reference in it, in the background. Nothing is started where
-        the judge keeps this problem's child loaded already, where no spare is ready (the timing stage takes one
-        as before; one started here would end with the loading thread) or where the weights are too large to hold
-        beside the candidate (WEIGHTS_SHARE)."""
+        """Takes a spare, ready now or once one already starting is, and loads the reference in it, both in the
+        background. Nothing is started where the judge keeps this problem's child loaded already or where the
+        weights are too large to hold beside the candidate (WEIGHTS_SHARE); no spare is started here (the timing
+        stage starts one where none was ready or starting, as before: one started here would end with the
+        loading thread)."""
         if self._pool is not None or self._children.keeps(child_key(self._reference, self._seed, self._kind)):
             return
         if not _fits_beside(self._reference):
             self._passed_over = f"its weights take more than 1/{WEIGHTS_SHARE} of the device"
             return
-        spare = self._children.take_ready(self._kind)
-        if spare is None:
-            self._passed_over = "no spare child was ready once the first trial had passed"
-            return
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="reference-ahead")
-        self._loading = self._pool.submit(ReferenceChild.started, self._children, self._kind, self._reference,
-                                          self._seed, self._limits, spare)
+        self._loading = self._pool.submit(self._load)
+
+    def _load(self) -> ReferenceChild | None:
+        spare = self._children.take_spare(self._kind)
+        if spare is None:
+            return None
+        return ReferenceChild.started(self._children, self._kind, self._reference, self._seed, self._limits, spare)
 
     def child(self) -> ReferenceChild | None:
         """The child loaded ahead, once its load has ended, for the caller to close; None where none was started
@@ -73,6 +75,9 @@ class ReferenceAhead:
             log.warning("the reference's child loaded ahead failed, so it is loaded again for timing: %s",
                         failed.failure.message)
             self._passed_over = "its load beside the trials failed"
+            return None
+        if child is None:
+            self._passed_over = "no spare child was ready or starting once the first trial had passed"
             return None
         child.how = "loaded ahead"
         return child
