@@ -88,8 +88,9 @@ class ReferenceAhead:
         return f"{child.how}: {self._passed_over}" if child.how == "loaded" and self._passed_over else child.how
 
     def close(self) -> None:
-        """Closes a child loaded ahead that the timing stage did not take, and ends the loading thread. How an
-        unused load ended is no part of the evaluation's outcome."""
+        """Closes a child loaded ahead that the timing stage did not take, and ends the loading thread. A load
+        under way is waited for: left running, it could share the device with the next evaluation's measurement.
+        How an unused load ended is no part of the evaluation's outcome."""
         try:
             unused = self.child()
             if unused is not None:
