@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import torch
 
 from kernelgrade.evaluator import SubprocessLauncher, TrialPlan, Verdict, Warm, evaluate
@@ -43,64 +45,59 @@ def _reference() -> Reference:
     return reference
 
 
-def test_a_ready_spare_is_loaded_in_the_background_and_times_the_reference(tmp_path: Path) -> None:
-    children = RunChildren(SubprocessLauncher(), tmp_path / "work", spares=1, kept=1)
+@pytest.fixture
+def children(tmp_path: Path) -> Iterator[RunChildren]:
+    """A keeping judge's children, one spare and one reference's child kept; no spare started yet."""
+    kept = RunChildren(SubprocessLauncher(), tmp_path / "work", spares=1, kept=1)
+    yield kept
+    kept.close()
+
+
+def test_a_ready_spare_is_loaded_in_the_background_and_times_the_reference(children: RunChildren) -> None:
     reference = _reference()
     ahead = ReferenceAhead(children, CPU, reference, SEED, TEST_LIMITS)
-    try:
-        _ready(children, CPU, 1)
-        ahead.start()
-        child = ahead.child()
-        assert child is not None and child.how == "loaded ahead"
-        assert children.ready(CPU) == 0  # taken, and not replaced before the measurement
-        sets = [reference.make_inputs(k) for k in range(SMALL.input_sets)]
-        with ReferenceChild.loaded(children, CPU, reference, sets, SEED, 1 << 20, TEST_LIMITS, child) as given:
-            assert given is child and len(given.run(SMALL).raw.device_ms) >= SMALL.min_reps
-        assert children.keeps(child_key(reference, SEED, CPU))
-    finally:
-        ahead.close()
-        children.close()
+    _ready(children, CPU, 1)
+    ahead.start()
+    child = ahead.child()
+    assert child is not None and child.how == "loaded ahead"
+    assert children.ready(CPU) == 0  # taken, and not replaced before the measurement
+    sets = [reference.make_inputs(k) for k in range(SMALL.input_sets)]
+    with ReferenceChild.loaded(children, CPU, reference, sets, SEED, 1 << 20, TEST_LIMITS, child) as given:
+        assert given is child and len(given.run(SMALL).raw.device_ms) >= SMALL.min_reps
+    ahead.close()
+    assert children.keeps(child_key(reference, SEED, CPU))
 
 
-def test_a_spare_still_starting_is_waited_for_in_the_background(tmp_path: Path) -> None:
-    children = RunChildren(SubprocessLauncher(), tmp_path / "work", spares=1, kept=1)
+def test_a_spare_still_starting_is_waited_for_in_the_background(children: RunChildren) -> None:
+    ahead = ReferenceAhead(children, CPU, _reference(), SEED, TEST_LIMITS)
+    children.refill(CPU)
+    ahead.start()  # seconds before the spare is ready
+    child = ahead.child()
+    assert child is not None and child.how == "loaded ahead"
+    child.close()
+    ahead.close()
+
+
+def test_nothing_is_loaded_ahead_without_a_spare_coming_or_with_the_child_kept(children: RunChildren) -> None:
     reference = _reference()
-    ahead = ReferenceAhead(children, CPU, reference, SEED, TEST_LIMITS)
-    try:
-        children.refill(CPU)
-        ahead.start()  # seconds before the spare is ready
-        child = ahead.child()
-        assert child is not None and child.how == "loaded ahead"
-        child.close()
-    finally:
-        ahead.close()
-        children.close()
-
-
-def test_nothing_is_loaded_ahead_without_a_spare_coming_or_with_the_child_kept(tmp_path: Path) -> None:
-    children = RunChildren(SubprocessLauncher(), tmp_path / "work", spares=1, kept=1)
-    reference = _reference()
-    try:
-        none_coming = ReferenceAhead(children, CPU, reference, SEED, TEST_LIMITS)
-        none_coming.start()  # no spare is ready or starting, and none is started for it
-        assert none_coming.child() is None and children.ready(CPU) == 0
-        sets = [reference.make_inputs(k) for k in range(SMALL.input_sets)]
-        with ReferenceChild.loaded(children, CPU, reference, sets, SEED, 1 << 20, TEST_LIMITS) as at_timing:
-            assert none_coming.described(at_timing) == \
-                "loaded: no spare child was ready or starting once the first trial had passed"
-        children.let_go_of_kept()
-        _ready(children, CPU, 1)
-        unused = ReferenceAhead(children, CPU, reference, SEED, TEST_LIMITS)
-        unused.start()
-        assert not children.keeps(child_key(reference, SEED, CPU))
-        unused.close()  # the evaluation ended before timing: the loaded child is kept, as a timed one is
-        assert children.keeps(child_key(reference, SEED, CPU))
-        _ready(children, CPU, 1)
-        kept = ReferenceAhead(children, CPU, reference, SEED, TEST_LIMITS)
-        kept.start()
-        assert kept.child() is None and children.ready(CPU) == 1
-    finally:
-        children.close()
+    none_coming = ReferenceAhead(children, CPU, reference, SEED, TEST_LIMITS)
+    none_coming.start()  # no spare is ready or starting, and none is started for it
+    assert none_coming.child() is None and children.ready(CPU) == 0
+    sets = [reference.make_inputs(k) for k in range(SMALL.input_sets)]
+    with ReferenceChild.loaded(children, CPU, reference, sets, SEED, 1 << 20, TEST_LIMITS) as at_timing:
+        assert none_coming.described(at_timing) == \
+            "loaded: no spare child was ready or starting once the first trial had passed"
+    children.let_go_of_kept()
+    _ready(children, CPU, 1)
+    unused = ReferenceAhead(children, CPU, reference, SEED, TEST_LIMITS)
+    unused.start()
+    assert not children.keeps(child_key(reference, SEED, CPU))
+    unused.close()  # the evaluation ended before timing: the loaded child is kept, as a timed one is
+    assert children.keeps(child_key(reference, SEED, CPU))
+    _ready(children, CPU, 1)
+    kept = ReferenceAhead(children, CPU, reference, SEED, TEST_LIMITS)
+    kept.start()
+    assert kept.child() is None and children.ready(CPU) == 1
 
 
 def test_a_stream_finds_its_reference_loaded_ahead_then_kept_and_a_wrong_candidate_takes_no_spare(
