@@ -151,12 +151,13 @@ def visible_gpus(device: str) -> list[str]:
 
 def measure_all(chosen: list[Config], corpus: list[Submission], root: Path,
                 args: argparse.Namespace) -> list[RunReport]:
-    """Every configuration, one after another, or all at once (--side-by-side; built ahead first, where asked)."""
+    """Every configuration, one after another, or all at once (--side-by-side); with --prebuilt --build-jobs,
+    built ahead first into the data dir they share."""
     measured = measure_mixed if args.mixed else measure
-    if not args.side_by_side:
-        return [run for i, config in enumerate(chosen) for run in measured(config, corpus, root, i, args)]
     if args.prebuilt and args.build_jobs:
         build_ahead(corpus, args.device, root / "data", args.build_jobs, chosen[0])
+    if not args.side_by_side:
+        return [run for i, config in enumerate(chosen) for run in measured(config, corpus, root, i, args)]
     with ThreadPoolExecutor(len(chosen)) as pool:
         done = pool.map(lambda indexed: measured(indexed[1], corpus, root, indexed[0], args), enumerate(chosen))
         return [run for runs in done for run in runs]
@@ -204,8 +205,6 @@ def measure(config: Config, corpus: list[Submission], root: Path, index: int,
     data_dir = root / ("data" if args.prebuilt else f"data-{index}")
     database = data_dir / f"run-{index}.db"
     print(f"# {config.label}: starting kernelgrade serve (data dir {data_dir})", flush=True)
-    if args.prebuilt and args.build_jobs and index == 0 and not args.side_by_side:
-        build_ahead(corpus, args.device, data_dir, args.build_jobs, config)
     with served(data_dir, database, config.env, config.src, config.place, _progress_label(config, args)) as service:
         service.register_problems(corpus)
         build_pass = _build_pass(service, corpus, args.timeout) if args.prebuilt else None

@@ -78,9 +78,7 @@ def served(data_dir: Path, database: Path, settings: Mapping[str, str], src: Pat
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log_path = data_dir / f"serve-{port}.log"
-    env = _server_env(data_dir, database, port, settings, src or SRC)
-    if place.gpu is not None:
-        env["CUDA_VISIBLE_DEVICES"] = place.gpu
+    env = _server_env(data_dir, database, port, settings, src or SRC, place)
     with log_path.open("ab") as log:
         process = subprocess.Popen(server_command(place), env=env, stdout=log, stderr=subprocess.STDOUT)
     service = Service(f"http://127.0.0.1:{port}", process, log_path, label)
@@ -101,12 +99,15 @@ def pinned(cpus: tuple[int, ...], command: list[str]) -> list[str]:
     return ["taskset", "-c", ",".join(map(str, cpus)), *command] if cpus else command
 
 
-def _server_env(data_dir: Path, database: Path, port: int, settings: Mapping[str, str], src: Path) -> dict[str, str]:
+def _server_env(data_dir: Path, database: Path, port: int, settings: Mapping[str, str], src: Path,
+                place: Slice) -> dict[str, str]:
     # Only this run's settings: a KERNELGRADE_* variable of the caller's shell would change what is measured.
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGRADE_")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH", "")) if p)
     env.update({"KERNELGRADE_DATA_DIR": str(data_dir), "KERNELGRADE_DATABASE_URL": f"sqlite:///{database}",
                 "KERNELGRADE_HOST": "127.0.0.1", "KERNELGRADE_PORT": str(port), **settings})
+    if place.gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = place.gpu
     return env
 
 
