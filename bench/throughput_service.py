@@ -265,5 +265,10 @@ def _checks(evaluation: dict[str, Any], result: dict[str, Any]) -> tuple[tuple[s
     extra = dict(result.get("extra") or [])
     if "reference_child" in extra:
         found.append(("reference's child for timing", str(extra["reference_child"])))
+    # Where the trials' expected outputs came from: a prepared problem computes none.
+    counts = [(source, extra.get(f"trials_{source}", "0")) for source in ("computed", "stored", "kept")]
+    sources = [f"{count} {source}" for source, count in counts if count != "0"]
+    if sources:
+        found.append(("trials' expected outputs", ", ".join(sources)))
     found += [("finding", f"{f['severity']}: {f['code']}") for f in evaluation.get("findings", [])]
     return tuple(found)

@@ -155,3 +155,25 @@ def test_parts_larger_in_all_than_the_reader_expects_are_refused_before_reading(
     tensorfile.part_path(path, 4).write_bytes(b"\0" * 5000)
     with pytest.raises(tensorfile.TensorFileError, match="more than"):
         tensorfile.load(path, max_bytes=8 + 4096 + 4000)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool])
+def test_large_gpu_tensors_cross_a_piece_at_a_time_across_parts(tmp_path: Path, dtype: torch.dtype,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past PINNED_MAX_BYTES, written and read through the two pinned buffers (staging.py): pieces that do not
+    divide the tensor, a tensor that is not contiguous, parts that cut through pieces."""
+    monkeypatch.setattr(tensorfile, "PINNED_MAX_BYTES", 1000)
+    monkeypatch.setattr(tensorfile.staging, "STAGE_BYTES", 4096 + 24)
+    big = (torch.randn(300, 97, device="cuda") * 100).to(dtype)
+    values = [big, big.t(), torch.arange(7, device="cuda"), "note"]
+    path = tmp_path / "out.kgt"
+    tensorfile.save(path, values, part_bytes=50_000)
+    assert path.with_name("out.kgt.part1").exists()
+    loaded = tensorfile.load(path, torch.device("cuda"))
+    for got, want in zip(loaded[:3], values[:3], strict=True):
+        assert got.device.type == "cuda" and torch.equal(got, want)
+    assert loaded[3] == "note"
+    os.truncate(path.with_name(f"out.kgt.part{len(list(tmp_path.iterdir())) - 1}"), 10)
+    with pytest.raises(tensorfile.TensorFileError):
+        tensorfile.load(path, torch.device("cuda"))

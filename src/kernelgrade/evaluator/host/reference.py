@@ -5,7 +5,6 @@ None of this runs in the submission's process; expected outputs never leave the 
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import hashlib
@@ -24,6 +23,7 @@ from kernelgrade.evaluator.compare import Expected, RoundedOutputs, flatten_outp
 from kernelgrade.evaluator.device_cache import leave_room
 from kernelgrade.evaluator.host.device_room import ORACLE_SHARE
 from kernelgrade.evaluator.host.environment import device_class
+from kernelgrade.evaluator.host.model_copy import copy_model
 from kernelgrade.evaluator.host.seeded_draws import SeededDraws
 from kernelgrade.evaluator.host.trial_store import StoredTiming, StoredTrial, TrialStore, digest, problem_version
 from kernelgrade.evaluator.integrity import precision_flags
@@ -269,19 +269,8 @@ class Reference:
         return model
 
     def _copy(self, device: torch.device) -> torch.nn.Module:
-        """A copy of the reference that is wholly its own, on `device`: constructed afresh, then given the
-        reference's current parameters, buffers and other tensor attributes (a state forward() keeps, say). A
-        deepcopy would leave a function the model holds (`self.mlpf = lambda x: m.c_proj(x)` over a submodule `m`)
-        calling the reference's own fp32 layers from the float64 copy. Built on the host and moved to `device`
-        once: an oracle placed on the host because the judge's device has no room never passes through it."""
-        fresh = self._built().to(device)
-        theirs = dict(self.model.named_modules())
-        if set(theirs) != {name for name, _ in fresh.named_modules()}:
-            return copy.deepcopy(self.model)  # a model whose layers depend on more than its seed
-        with torch.no_grad():
-            for name, module in fresh.named_modules():
-                _take_tensors(module, theirs[name])
-        return fresh
+        """A copy of the reference that is wholly its own, on `device`, holding its current values (model_copy.py)."""
+        return copy_model(self.model, lambda: self.module.Model(*self.init_inputs), self._built, device)
 
     def _rounded(self, inputs: Sequence[Any], rounding: Rounding) -> list[torch.Tensor]:
         """The reference in fp32 on inputs, weights and buffers rounded to `rounding`."""
@@ -296,18 +285,6 @@ class Reference:
             out = self._rounded_models[rounding](*rounded)
         device_synchronize(self.device)
         return [t.detach() for t in flatten_outputs(out)]
-
-
-def _take_tensors(module: torch.nn.Module, source: torch.nn.Module) -> None:
-    """`module` gets copies of `source`'s own parameters', buffers' and tensor attributes' values."""
-    for table in ("_parameters", "_buffers"):
-        mine, theirs = getattr(module, table), getattr(source, table)
-        for key, value in theirs.items():
-            if value is not None and mine.get(key) is not None and mine[key].shape == value.shape:
-                mine[key].copy_(value)
-    for key, value in vars(source).items():
-        if isinstance(value, torch.Tensor):
-            setattr(module, key, value.detach().clone())
 
 
 def _in_float64(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:

@@ -39,21 +39,31 @@ class Trial:
     seed: int
 
 
-def check_correctness(job: Job, record: Record, session: RunSession, reference: Reference,
+def check_correctness(job: Job, record: Record, session: RunSession, ahead: TrialInputs,
                       first_passed: Callable[[], None] = lambda: None) -> Integrity | None:
-    """Returns the last call's integrity report, whose extension record the pipeline reads afterwards.
-    `first_passed` is called once the first trial has passed, before the next one runs."""
+    """Runs the trials `ahead` makes (trial_inputs()). Returns the last call's integrity report, whose extension
+    record the pipeline reads afterwards. `first_passed` is called once the first trial has passed, before the
+    next one runs."""
     integrity: Integrity | None = None
+    trials = ahead.trials
     with job.in_stage(Stage.CORRECTNESS, "checking correctness"):
-        trials = trial_seeds(job.request.trials, job.secret, job.secret_seeds())
-        with TrialInputs(job.work_dir, reference, trials) as ahead:
-            for done, trial in enumerate(trials):
-                job.report(Stage.CORRECTNESS, "correctness", done, len(trials))
-                integrity = _run_trial(job, record, session, trial, ahead)
-                if done == 0:
-                    first_passed()
+        for done, trial in enumerate(trials):
+            job.report(Stage.CORRECTNESS, "correctness", done, len(trials))
+            integrity = _run_trial(job, record, session, trial, ahead)
+            if done == 0:
+                first_passed()
         job.report(Stage.CORRECTNESS, "correctness", len(trials), len(trials))
     return integrity
+
+
+def trial_inputs(job: Job, reference: Reference) -> TrialInputs:
+    """The job's trials, the first one started now: opened before the candidate loads, so that the judge makes
+    the first trial (its inputs, and its expected outputs where they are neither kept nor stored) while the
+    child builds ModelNew, instead of after it with the device idle. On a KernelBench level 2 stream on an
+    H200, loading and making the first trial each took about half a second per GEMM problem, and 8 s each
+    for 55_Matmul_MaxPool_Sum_Scale."""
+    trials = trial_seeds(job.request.trials, job.secret, job.secret_seeds())
+    return TrialInputs(job.work_dir, reference, trials)
 
 
 class TrialInputs:

@@ -32,7 +32,7 @@ from kernelgrade.evaluator.integrity.static_scan import scan_submission
 from kernelgrade.evaluator.judge import compiled_baseline, second_attempt
 from kernelgrade.evaluator.judge.compile import BuildTarget, CompileOutcome, arch_env, compile_submission
 from kernelgrade.evaluator.judge.compiled_baseline import BaselineJob
-from kernelgrade.evaluator.judge.correctness import check_correctness
+from kernelgrade.evaluator.judge.correctness import check_correctness, trial_inputs
 from kernelgrade.evaluator.judge.job import Job, SubmissionFiles, judge_device, on_device
 from kernelgrade.evaluator.judge.load import load_model
 from kernelgrade.evaluator.judge.outcome import (
@@ -205,8 +205,9 @@ def _child_stages(job: Job, record: Record, session: RunSession, reference: Refe
 def _checked(job: Job, record: Record, session: RunSession, reference: Reference, files: SubmissionFiles,
              prebuilt: tuple[Prebuilt, ...], first_passed: Callable[[], None] = lambda: None) -> TreeCount | None:
     """The candidate loaded and checked; what its process tree was once loaded."""
-    baseline = load_model(job, record, session, files, prebuilt)
-    integrity = check_correctness(job, record, session, reference, first_passed)
+    with trial_inputs(job, reference) as trials:
+        baseline = load_model(job, record, session, files, prebuilt)
+        integrity = check_correctness(job, record, session, trials, first_passed)
     if integrity is not None:
         record.note(extension_findings(integrity.extensions, "torch.ops." in job.request.submission))
     record.note(process_findings(baseline, count_tree(session.child.proc.pid), "during the checked calls"))

@@ -26,7 +26,9 @@ def recheck_timed_outputs(job: Job, record: Record, session: RunSession, referen
     # Into the work dir itself: a root judge's child runs as another uid and can write only there.
     folder = job.work_dir
     most = len(sets) + timing.SAMPLED_OUTPUTS
-    reply = session.timed_outputs(folder, Limits.moving(job.request.limits.call_s, most * reference.output_bytes))
+    with job.timed("recheck:outputs"):
+        reply = session.timed_outputs(folder, Limits.moving(job.request.limits.call_s,
+                                                            most * reference.output_bytes))
     record.note(record.child_reported(reply.integrity))
     if reply.changed_after_return:
         record.add(Finding("timed_output_changed_after_return", Severity.FLAG,
@@ -43,17 +45,21 @@ def _recheck(job: Job, reference: Reference, sets: list[list[Any]], folder: Path
                      f" {len(sets) + timing.SAMPLED_OUTPUTS}")
     placed: dict[int, list[Any]] = {}  # each input set moved to the device once, however many reps used it
     for i in range(kept):
-        loaded = _load_timed(folder / f"timed_{i}.kgt", job.device, reference.output_bytes)
+        with job.timed("recheck:read"):
+            loaded = _load_timed(folder / f"timed_{i}.kgt", job.device, reference.output_bytes)
         set_index, step, rep, outs = _timed_entry(loaded, len(sets))
-        if set_index not in placed:
-            placed[set_index] = to_device(sets[set_index], job.device)
-        inputs = timing.scaled_inputs(placed[set_index], step, which[set_index])
-        expected = reference.expected(inputs)
+        with job.timed("recheck:reference"):
+            if set_index not in placed:
+                placed[set_index] = to_device(sets[set_index], job.device)
+            inputs = timing.scaled_inputs(placed[set_index], step, which[set_index])
+            expected = reference.expected(inputs)
+            timing.device_synchronize(job.device)  # the reference's own time, not the comparison's
         refs = expected.refs
         if any(o is None for o in outs) or len(outs) != len(refs) or any(
                 tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype for o, r in zip(outs, refs, strict=True)):
             raise _wrong(f"timed rep {rep}: the output of a timed call has the wrong structure")
-        comparison = compare_in_room(outs, expected, job.timed_policy, job.device)
+        with job.timed("recheck:compare"):
+            comparison = compare_in_room(outs, expected, job.timed_policy, job.device)
         if not comparison.passed:
             raise _wrong(f"timed rep {rep} (input set {set_index}, scale step {step}): a timed call's output is"
                          f" wrong although the checked calls were right: {comparison.message}")

@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from kernelgrade.evaluator.wire import staging
+
 _DTYPES: dict[str, torch.dtype] = {
     "float64": torch.float64,
     "float32": torch.float32,
@@ -47,8 +49,8 @@ MAX_HEADER_BYTES = 8 * 1024 * 1024
 _CHUNK_BYTES = 256 * 1024 * 1024
 # GPU tensors up to this size cross through pinned host memory: a DMA copy at full speed into a buffer the
 # caching host allocator hands out again, where a fresh pageable one would take a page fault per 4 KiB (about
-# half of a correctness trial's time went to those copies). Larger ones are rare, and pinning gigabytes of host
-# memory for good costs more than it saves.
+# half of a correctness trial's time went to those copies). Pinning gigabytes of host memory for good costs more
+# than it saves: larger ones cross a piece at a time through two small pinned buffers (staging.py).
 PINNED_MAX_BYTES = 1 << 30
 # Bounds the files a reader opens for one tensor file. With the sandbox's 4 GiB parts that is 4 TiB, more than
 # any device holds; a writer under a limit so low that it would need more fails instead.
@@ -84,7 +86,7 @@ def save(path: Path, values: Sequence[Any], part_bytes: int | None = None) -> No
         f.write(struct.pack("<Q", len(raw)))
         f.write(raw)
         for tensor in tensors:
-            for chunk in _chunks(tensor):
+            for chunk in _chunks(tensor) if tensor.device.type == "cpu" else staging.device_chunks(tensor):
                 f.write(chunk)
 
 
@@ -160,7 +162,7 @@ def _describe(value: Any, tensors: list[torch.Tensor]) -> dict[str, Any]:
     if isinstance(value, torch.Tensor):
         if value.dtype not in _NAMES:
             raise TensorFileError(f"unsupported dtype {value.dtype}")
-        data = _on_host(value.detach())
+        data = _to_write(value.detach())
         tensors.append(data)
         nbytes = data.numel() * data.element_size()
         return {"t": "tensor", "dtype": _NAMES[value.dtype], "shape": list(data.shape), "nbytes": nbytes}
@@ -177,8 +179,11 @@ def _through_pinned(device: torch.device | None, nbytes: int) -> bool:
     return device is not None and device.type == "cuda" and nbytes <= PINNED_MAX_BYTES
 
 
-def _on_host(tensor: torch.Tensor) -> torch.Tensor:
-    if not _through_pinned(tensor.device, tensor.numel() * tensor.element_size()):
+def _to_write(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor as save() writes it: on the host, or a large GPU one contiguous on its device (staging.py)."""
+    if tensor.device.type == "cuda" and _nbytes(tensor) > PINNED_MAX_BYTES:
+        return tensor.contiguous()
+    if not _through_pinned(tensor.device, _nbytes(tensor)):
         return tensor.to("cpu").contiguous()
     host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
     host.copy_(tensor)
@@ -306,6 +311,11 @@ class _Reader:
         if nbytes > self.remaining:
             raise TensorFileError("tensor size does not match its header")
         self.remaining -= nbytes
+        if device is not None and device.type == "cuda" and nbytes > PINNED_MAX_BYTES:
+            staged = staging.read_to_device(shape, dtype, device, self.f.readinto)
+            if staged is None:
+                raise TensorFileError("file too short")
+            return staged
         tensor = torch.empty(shape, dtype=dtype, pin_memory=_through_pinned(device, nbytes))
         for chunk in _chunks(tensor):
             if self.f.readinto(chunk) != len(chunk):
