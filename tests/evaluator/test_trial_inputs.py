@@ -4,6 +4,7 @@ two of them beside the child's own."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import torch
@@ -76,3 +77,15 @@ def test_a_trial_whose_making_peaked_past_the_room_is_made_only_when_taken(tmp_p
         assert not reference.second.wait(0.3), "a trial was made ahead past the room"
         assert [inputs.take(i)[0].fingerprints for i in (1, 2)] == [(101,), (102,)]
     assert reference.made == [100, 101, 102]
+
+
+def test_the_first_trial_is_made_as_soon_as_the_trials_are_opened(tmp_path: Path) -> None:
+    """The pipeline opens them before the candidate loads (correctness.trial_inputs): the first trial is made
+    while the child builds ModelNew, not once the first call waits for it."""
+    reference = CountingReference()
+    with TrialInputs(tmp_path, reference, trials(2)) as inputs:  # type: ignore[arg-type]
+        deadline = time.monotonic() + WAIT_S
+        while not reference.made and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert reference.made == [100], "nothing was made before the first trial was taken"
+        assert inputs.take(0)[0].fingerprints == (100,)
