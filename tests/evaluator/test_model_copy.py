@@ -21,7 +21,9 @@ class Layers(torch.nn.Module):
         self.register_buffer("offset", torch.randn(size))
         self.scale = torch.rand(size)
         self.size = size
-        self.project = lambda x: self.linear(x)  # over its own submodule: a copy must call its own
+        # A function over its own submodule, as minGPT's block holds one: a copy must call its own.
+        linear = self.linear
+        self.project = lambda x: linear(x)  # noqa: PLW0108 - the closure is what is tested
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.project(x) * self.scale + self.offset
