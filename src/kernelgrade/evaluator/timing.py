@@ -166,10 +166,19 @@ def clone_inputs(inputs: Sequence[Any]) -> list[Any]:
 
 def scalable(value: Any) -> bool:
     """Floating tensors whose values are not all whole numbers: masks, labels and counts stored as floats
-    keep their values, since scaling would change what they mean."""
+    keep their values, since scaling would change what they mean. The first elements are looked at first: a
+    random input shows a fraction at once, where the whole check of a 1 GiB tensor took 1.3 s on a CPU."""
     if not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.numel() == 0:
         return False
+    if value.is_contiguous():
+        head = value.view(-1)[:SCALABLE_HEAD]
+        if not torch.equal(head, torch.trunc(head)):
+            return True
     return not bool(torch.equal(value, torch.trunc(value)))
+
+
+# Elements scalable() looks at before the whole tensor: a few microseconds of work on any device.
+SCALABLE_HEAD = 4096
 
 
 def scale_factor(step: int) -> float:

@@ -38,20 +38,17 @@ def recheck_timed_outputs(job: Job, record: Record, session: RunSession, referen
 
 
 def _recheck(job: Job, reference: Reference, sets: list[list[Any]], folder: Path, kept: int) -> None:
-    which = [[timing.scalable(v) for v in s] for s in sets]
     # The child keeps the last output of each input set plus a sample; a larger count is not its harness.
     if not 0 <= kept <= len(sets) + timing.SAMPLED_OUTPUTS:
         raise _wrong(f"the harness reported {kept} timed outputs; it keeps at most"
                      f" {len(sets) + timing.SAMPLED_OUTPUTS}")
-    placed: dict[int, list[Any]] = {}  # each input set moved to the device once, however many reps used it
+    placed: dict[int, tuple[list[Any], list[bool]]] = {}
     for i in range(kept):
         with job.timed("recheck:read"):
             loaded = _load_timed(folder / f"timed_{i}.kgt", job.device, reference.output_bytes)
         set_index, step, rep, outs = _timed_entry(loaded, len(sets))
         with job.timed("recheck:reference"):
-            if set_index not in placed:
-                placed[set_index] = to_device(sets[set_index], job.device)
-            inputs = timing.scaled_inputs(placed[set_index], step, which[set_index])
+            inputs = _rep_inputs(placed, sets, set_index, step, job.device)
             expected = reference.expected(inputs)
             timing.device_synchronize(job.device)  # the reference's own time, not the comparison's
         refs = expected.refs
@@ -63,6 +60,18 @@ def _recheck(job: Job, reference: Reference, sets: list[list[Any]], folder: Path
         if not comparison.passed:
             raise _wrong(f"timed rep {rep} (input set {set_index}, scale step {step}): a timed call's output is"
                          f" wrong although the checked calls were right: {comparison.message}")
+
+
+def _rep_inputs(placed: dict[int, tuple[list[Any], list[bool]]], sets: list[list[Any]], set_index: int, step: int,
+                device: torch.device) -> list[Any]:
+    """A re-checked rep's inputs, bit for bit the child's. Each input set is moved to the device once, however
+    many reps used it, and which of its inputs are scaled is worked out there, as the child does: on the judge's
+    CPU, the whole-number check of a 1 GiB input took over a second."""
+    if set_index not in placed:
+        values = to_device(sets[set_index], device)
+        placed[set_index] = values, [timing.scalable(v) for v in values]
+    values, which = placed[set_index]
+    return timing.scaled_inputs(values, step, which)
 
 
 def _load_timed(path: Path, device: torch.device, output_bytes: int) -> Any:
