@@ -35,10 +35,7 @@ def copy_model(model: torch.nn.Module, construct: Callable[[], torch.nn.Module],
     fresh = seeded().to(device)
     if set(theirs) != {name for name, _ in fresh.named_modules()}:
         return copy.deepcopy(model)  # a model whose layers depend on more than its seed
-    with torch.no_grad():
-        for name, module in fresh.named_modules():
-            take_tensors(module, theirs[name])
-    return fresh
+    return _given_values(fresh, theirs)
 
 
 def _shell(construct: Callable[[], torch.nn.Module], theirs: dict[str, torch.nn.Module],
@@ -53,11 +50,16 @@ def _shell(construct: Callable[[], torch.nn.Module], theirs: dict[str, torch.nn.
     mine = dict(shell.named_modules())
     if set(mine) != set(theirs) or not all(_stands_for(m, theirs[name]) for name, m in mine.items()):
         return None
-    shell = shell.to_empty(device=device)
-    with torch.no_grad():
-        for name, module in shell.named_modules():
-            take_tensors(module, theirs[name])
+    shell = _given_values(shell.to_empty(device=device), theirs)
     return None if any(_holds_meta(v) for m in shell.modules() for v in vars(m).values()) else shell
+
+
+def _given_values(copy: torch.nn.Module, theirs: dict[str, torch.nn.Module]) -> torch.nn.Module:
+    """`copy` with each of its modules given the values of the reference's module of the same name."""
+    with torch.no_grad():
+        for name, module in copy.named_modules():
+            _take_tensors(module, theirs[name])
+    return copy
 
 
 def _stands_for(module: torch.nn.Module, source: torch.nn.Module) -> bool:
@@ -83,7 +85,7 @@ def _holds_meta(value: Any) -> bool:
     return False
 
 
-def take_tensors(module: torch.nn.Module, source: torch.nn.Module) -> None:
+def _take_tensors(module: torch.nn.Module, source: torch.nn.Module) -> None:
     """`module` gets copies of `source`'s own parameters', buffers' and tensor attributes' values."""
     for table in ("_parameters", "_buffers"):
         mine, theirs = getattr(module, table), getattr(source, table)

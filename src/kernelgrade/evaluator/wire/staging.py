@@ -20,8 +20,9 @@ import torch
 STAGE_BYTES = 64 * 1024 * 1024
 
 
-def _view(buffer: torch.Tensor, size: int) -> memoryview:
-    return memoryview((ctypes.c_char * size).from_address(buffer.data_ptr())).cast("B")
+def byte_view(address: int, size: int) -> memoryview:
+    """`size` bytes of host memory at `address`, without copying them (tensorfile reads and writes through it)."""
+    return memoryview((ctypes.c_char * size).from_address(address)).cast("B")
 
 
 def _flat_bytes(tensor: torch.Tensor) -> torch.Tensor:
@@ -55,7 +56,7 @@ def device_chunks(tensor: torch.Tensor) -> Iterator[memoryview]:
         if k + 1 < len(spans):
             start(k + 1)  # into the buffer the caller has finished with: it asked for this piece
         copied[k % 2].synchronize()
-        yield _view(buffers[k % 2], size)
+        yield byte_view(buffers[k % 2].data_ptr(), size)
 
 
 def read_to_device(shape: list[int], dtype: torch.dtype, device: torch.device,
@@ -71,7 +72,7 @@ def read_to_device(shape: list[int], dtype: torch.dtype, device: torch.device,
     for k, (offset, size) in enumerate(spans):
         if k >= 2:
             copied[k % 2].synchronize()  # its copy to the device from two pieces ago has ended
-        if readinto(_view(buffers[k % 2], size)) != size:
+        if readinto(byte_view(buffers[k % 2].data_ptr(), size)) != size:
             return None
         flat[offset:offset + size].copy_(buffers[k % 2][:size], non_blocking=True)
         copied[k % 2].record(stream)

@@ -12,7 +12,6 @@ one stream, so a child cannot make it open anything else.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import resource
@@ -155,7 +154,7 @@ def _chunks(tensor: torch.Tensor) -> Iterator[memoryview]:
     address, total = tensor.data_ptr(), tensor.numel() * tensor.element_size()
     for offset in range(0, total, _CHUNK_BYTES):
         size = min(_CHUNK_BYTES, total - offset)
-        yield memoryview((ctypes.c_char * size).from_address(address + offset)).cast("B")
+        yield staging.byte_view(address + offset, size)
 
 
 def _describe(value: Any, tensors: list[torch.Tensor]) -> dict[str, Any]:
@@ -179,9 +178,14 @@ def _through_pinned(device: torch.device | None, nbytes: int) -> bool:
     return device is not None and device.type == "cuda" and nbytes <= PINNED_MAX_BYTES
 
 
+def _staged(device: torch.device, nbytes: int) -> bool:
+    """A GPU tensor too large for one pinned copy: it crosses in pieces (staging.py)."""
+    return device.type == "cuda" and nbytes > PINNED_MAX_BYTES
+
+
 def _to_write(tensor: torch.Tensor) -> torch.Tensor:
     """The tensor as save() writes it: on the host, or a large GPU one contiguous on its device (staging.py)."""
-    if tensor.device.type == "cuda" and _nbytes(tensor) > PINNED_MAX_BYTES:
+    if _staged(tensor.device, _nbytes(tensor)):
         return tensor.contiguous()
     if not _through_pinned(tensor.device, _nbytes(tensor)):
         return tensor.to("cpu").contiguous()
@@ -311,7 +315,7 @@ class _Reader:
         if nbytes > self.remaining:
             raise TensorFileError("tensor size does not match its header")
         self.remaining -= nbytes
-        if device is not None and device.type == "cuda" and nbytes > PINNED_MAX_BYTES:
+        if device is not None and _staged(device, nbytes):
             staged = staging.read_to_device(shape, dtype, device, self.f.readinto)
             if staged is None:
                 raise TensorFileError("file too short")
