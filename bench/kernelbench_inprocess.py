@@ -40,6 +40,12 @@ def run_module(source: str, name: str) -> types.ModuleType:
     return module
 
 
+def build(source: str) -> None:
+    """Runs a submission's module only for its load_inline build (into TORCH_EXTENSIONS_DIR), in a process of
+    its own: builds of different kernels run side by side, and grade() then only loads them."""
+    run_module(source, "kb_build")
+
+
 def grade(case: str, problem_source: str, submission_source: str, device: torch.device) -> InProcess:
     started = time.perf_counter()
     reference = run_module(problem_source, "kb_reference")

@@ -72,6 +72,8 @@ def test_cpu_throughput_bench_grades_three_submissions_and_reports_them(tmp_path
     in_process = report["in_process"]
     assert [(g["case"], g["correct"]) for g in in_process["graded"]] == [("cpu_correct", True)]
     assert in_process["s_per_verdict"] > 0 and in_process["graded"][0]["mean_ms"] > 0
+    # Built beforehand in processes of their own, and only loaded when graded (a build takes seconds here).
+    assert in_process["graded"][0]["seconds"] < in_process["builds_s"], in_process
 
 
 def _check_counts(run: dict[str, Any]) -> None:
