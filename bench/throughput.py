@@ -276,9 +276,10 @@ def in_process_run(corpus: list[Submission], device_kind: str, build_dir: Path) 
 
 
 def _build_bases(bases: list[Submission]) -> float:
-    """Builds every kernel, as many at a time as there are CPUs: one at a time, a GPU host's two dozen CUDA builds
-    took over five minutes, longer than the service's two passes. Spawned, not forked: this process may hold a
-    CUDA context. Two sources of the same extension name take turns on torch's build lock."""
+    """Builds every kernel, as many at a time as there are CPUs: one at a time, the CUDA kernels of a 24-problem
+    mixed stream took over five minutes on a GPU host. Spawned, not forked: this process may hold a CUDA context.
+    Two kernels whose extensions share a name are built again when graded, as they were one at a time (torch
+    numbers the versions of a name within a process)."""
     started = time.perf_counter()
     jobs = max(1, min(len(bases), len(os.sched_getaffinity(0))))
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
