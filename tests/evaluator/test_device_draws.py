@@ -1,15 +1,16 @@
-"""Large random inputs drawn on the judge's device a chunk at a time and handed to get_inputs() as CPU tensors.
-Here the CPU stands in for the GPU (the same code with a CPU generator); the GPU test draws on a real one."""
+"""Large random inputs and weights drawn on the judge's device a chunk at a time and handed over as CPU tensors.
+Here the CPU stands in for the GPU (the same code with a CPU generator); the GPU tests draw on a real one."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import torch
 
-from kernelgrade.evaluator.host import device_draws
+from kernelgrade.evaluator import device_draws
 from kernelgrade.evaluator.host.seeded_draws import SeededDraws
 
 CPU = torch.device("cpu")
@@ -90,3 +91,90 @@ def test_on_a_gpu_large_inputs_are_drawn_there_and_handed_over_on_the_cpu() -> N
     assert all(t.device == CPU for t in first)
     assert all(torch.equal(a, b) for a, b in zip(first, SeededDraws("p").run(5, get_inputs, on=gpu), strict=True))
     assert 0.49 < float(first[0].mean()) < 0.51 and 0.99 < float(first[1].std()) < 1.01
+
+
+class Layers(torch.nn.Module):
+    """Large and small weights drawn every way a constructor draws them: a layer's own init, nn.init, a direct
+    in-place draw, a factory, and a generator of its own (which stays on the CPU, as it always drew)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.large = torch.nn.Linear(30, 20)  # 600 weights: drawn on the device, in six chunks
+        self.small = torch.nn.Linear(4, 4)
+        self.xavier = torch.nn.Parameter(torch.empty(10, 10))
+        torch.nn.init.xavier_normal_(self.xavier)
+        self.direct = torch.nn.Parameter(torch.empty(70).uniform_(-1, 1))
+        self.factory = torch.nn.Parameter(torch.randn(5))
+        self.own = torch.nn.Parameter(torch.empty(80).normal_(generator=torch.Generator().manual_seed(9)))
+
+
+def as_the_run_child_constructs(seed: int) -> Layers:
+    torch.manual_seed(seed)
+    with device_draws.weights_drawn(CPU, seed):
+        return Layers()
+
+
+def constructed_plainly(seed: int) -> Layers:
+    return constructed_plainly_by(Layers, seed)  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("global_only", [False, True], ids=["private generator", "global generator"])
+def test_the_judge_constructs_with_the_weights_the_run_child_draws(global_only: bool) -> None:
+    draws = SeededDraws("p")
+    draws.global_only = global_only
+    before = torch.get_rng_state()
+    judge = draws.run(4, Layers, weights_on=CPU)
+    assert torch.equal(before, torch.get_rng_state())
+    assert draws.global_only is global_only  # nothing reached the global generator behind the mode's back
+    child, plain = as_the_run_child_constructs(4), constructed_plainly(4)
+    for (name, ours), theirs, plainly in zip(judge.named_parameters(), child.parameters(), plain.parameters(),
+                                             strict=True):
+        assert torch.equal(ours, theirs), name
+        # Here the CPU stands in for the GPU, and its generator gives a large draw what a plain draw gives: the
+        # draws after it show that it did not advance the global generator.
+        assert torch.equal(ours, plainly) is (name in {"large.weight", "own"}), name
+
+
+def test_a_large_weight_is_drawn_whole_a_chunk_at_a_time() -> None:
+    weight = torch.full((650,), math.nan)
+    with device_draws.weights_drawn(CPU, 6):
+        weight.uniform_(2.0, 3.0)
+    # A CPU generator's uniform stream continues from one chunk to the next: the pieces are in their places.
+    assert torch.equal(weight, torch.empty(650).uniform_(2.0, 3.0, generator=torch.Generator().manual_seed(6)))
+
+
+def test_a_weight_it_does_not_draw_is_drawn_as_torch_draws_it() -> None:
+    with device_draws.weights_drawn(CPU, 6):
+        torch.manual_seed(1)
+        strided, small = torch.empty(100, 10).t().uniform_(), torch.empty(10).uniform_()
+        exponential = torch.empty(100).exponential_()
+    torch.manual_seed(1)
+    assert torch.equal(strided, torch.empty(100, 10).t().uniform_())
+    assert torch.equal(small, torch.empty(10).uniform_()) and torch.equal(exponential, torch.empty(100).exponential_())
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_judge_and_the_run_child_draw_large_weights_there_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(device_draws, "DEVICE_DRAW_MIN", 1 << 20)
+    monkeypatch.setattr(device_draws, "DEVICE_DRAW_CHUNK", 1 << 19)  # four chunks through the pinned buffers
+    gpu = torch.device("cuda", 0)
+
+    def make() -> torch.nn.Module:
+        return torch.nn.Sequential(torch.nn.Linear(2048, 1024), torch.nn.Linear(64, 64))
+
+    judge = SeededDraws("p").run(3, make, weights_on=gpu)
+    torch.manual_seed(3)
+    with device_draws.weights_drawn(gpu, 3):
+        child = make()
+    plain = constructed_plainly_by(make, 3)
+    assert all(torch.equal(a, b) for a, b in zip(judge.parameters(), child.parameters(), strict=True))
+    weight = judge[0].weight
+    assert weight.device == CPU and not torch.equal(weight, plain[0].weight)
+    bound = 1 / math.sqrt(2048)  # Linear's own init, drawn on the GPU: its distribution, every chunk filled
+    assert float(weight.abs().max()) <= bound and float(weight.abs().mean()) > 0.45 * bound
+    assert all(float(chunk.std()) > 0.5 * bound for chunk in weight.reshape(-1).split(1 << 19))
+
+
+def constructed_plainly_by(make: Callable[[], torch.nn.Module], seed: int) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return make()

@@ -29,6 +29,7 @@ from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.child.channel import ChildChannel
 from kernelgrade.evaluator.compare import OutputMeta, flatten_outputs
 from kernelgrade.evaluator.device_cache import leave_room
+from kernelgrade.evaluator.device_draws import weights_device, weights_drawn
 from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.guard import Guard
 from kernelgrade.evaluator.integrity.l2 import PersistingL2
@@ -258,7 +259,9 @@ class Harness:
                 raise SubmissionFailed("the module defines no ModelNew after import")
             init_inputs = tensorfile.load(request.init_inputs)
             torch.manual_seed(request.seed)
-            model = self._run_submission(module.ModelNew, *init_inputs)
+            # Large weights drawn on the device, as the judge constructs Model (device_draws.py).
+            with weights_drawn(weights_device(self.device), request.seed):
+                model = self._run_submission(module.ModelNew, *init_inputs)
             self.model = self._run_submission(model.to, self.device)
         self.extensions.loaded()
         self._synchronize()

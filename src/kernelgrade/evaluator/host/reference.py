@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from kernelgrade.evaluator import device_draws
 from kernelgrade.evaluator.compare import Expected, RoundedOutputs, flatten_outputs
 from kernelgrade.evaluator.device_cache import leave_room
 from kernelgrade.evaluator.host.device_room import ORACLE_SHARE
@@ -88,7 +89,8 @@ class Reference:
         self.problem = problem
         self.keep_trials, self._room, self._release = keep_trials, room, release
         self._store = store
-        self._store_prefix = (problem_version(problem), device_class(device), torch.__version__, weight_seed)
+        self._store_prefix = (problem_version(problem), device_class(device), torch.__version__, weight_seed,
+                              device_draws.DRAW_SCHEME)
         self._trials: dict[int, TrialData] = {}
         self.kept = Footprint()
         # Seen to change its parameters or buffers while computing a trial: nothing of it is stored from then on.
@@ -264,8 +266,10 @@ class Reference:
         return [t.detach() for t in flatten_outputs(out)]
 
     def _built(self) -> torch.nn.Module:
-        """The problem's Model, constructed as the run child constructs ModelNew: under the weight seed."""
-        model: torch.nn.Module = self._draws.run(self._weight_seed, lambda: self.module.Model(*self.init_inputs))
+        """The problem's Model, constructed as the run child constructs ModelNew: under the weight seed, its large
+        weights drawn on the device (device_draws.py)."""
+        model: torch.nn.Module = self._draws.run(self._weight_seed, lambda: self.module.Model(*self.init_inputs),
+                                                 weights_on=device_draws.weights_device(self.device))
         return model
 
     def _copy(self, device: torch.device) -> torch.nn.Module:

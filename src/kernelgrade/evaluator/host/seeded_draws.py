@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import torch
 from torch.overrides import TorchFunctionMode
 
-from kernelgrade.evaluator.host import device_draws
+from kernelgrade.evaluator import device_draws
 from kernelgrade.evaluator.shared_lock import SharedLock
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,9 @@ _TAKES_GENERATOR = frozenset({
     *_initializers(),
 })
 _RANDOM = _TAKES_GENERATOR | {torch.rand_like, torch.randn_like, torch.randint_like}
+# The draws device_draws.weights_drawn() makes on the device where their tensor is large: the in-place ones it
+# catches, and nn.init's, which end in them on the tensor they are given.
+_WEIGHT_DRAWS = frozenset({torch.Tensor.uniform_, torch.Tensor.normal_, *_initializers()})
 
 
 # Private draws share it; old-way draws hold it alone.
@@ -59,16 +62,22 @@ class _PrivateGenerator(TorchFunctionMode):
     """Hands `generator` to the CPU draws that take one and were given none; notes the random calls it could
     not redirect."""
 
-    def __init__(self, seed: int, on: torch.device | None) -> None:
-        """`on`: the GPU that draws large CPU inputs (device_draws.py); None: every draw on the CPU."""
+    def __init__(self, seed: int, on: torch.device | None, weights: bool = False) -> None:
+        """`on`: the GPU that draws large CPU inputs (device_draws.py); None: every draw on the CPU. `weights`:
+        large weights are drawn on a device below this mode (device_draws.weights_drawn)."""
         super().__init__()
         self.generator = torch.Generator().manual_seed(seed)
         self.on_generator = torch.Generator(device=on).manual_seed(seed) if on is not None else None
+        self.weights = weights
         self.missed = False
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = dict(kwargs or {})
         if func in _RANDOM and kwargs.get("generator") is None:
+            if self.weights and func in _WEIGHT_DRAWS and device_draws.drawn_as_weight(_first_tensor(args, kwargs)):
+                # Left without a generator: the weights mode below draws it on the device, as it does in the run
+                # child. Anything in it that reached the global generator anyway shows as a moved global state.
+                return func(*args, **kwargs)
             if func in _TAKES_GENERATOR and _target(args, kwargs).type == "cpu":
                 made = self._drawn_on_device(func, args, kwargs)
                 if made is not None:
@@ -94,6 +103,10 @@ class _PrivateGenerator(TorchFunctionMode):
             return None
 
 
+def _first_tensor(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
+    return next((v for v in (*args, *kwargs.values()) if isinstance(v, torch.Tensor)), None)
+
+
 def _target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.device:
     """The device a random call draws on: its `device`, else its first tensor's (`out` and `mean` included),
     else torch's default."""
@@ -112,14 +125,16 @@ class SeededDraws:
         self.name = name
         self.global_only = False
 
-    def run(self, seed: int, draw: Callable[[], T], on: torch.device | None = None) -> T:
+    def run(self, seed: int, draw: Callable[[], T], on: torch.device | None = None,
+            weights_on: torch.device | None = None) -> T:
         """draw()'s value with torch seeded with `seed`; the global generators' states are as they were. `on`: the
-        device that draws the large CPU tensors of rand, randn and randint (device_draws.py), for inputs only."""
+        device that draws the large CPU tensors of rand, randn and randint (device_draws.py), for inputs only;
+        `weights_on`: the device that draws a constructor's large weights, as the run child's are drawn."""
         if not self.global_only:
             with _GATE.shared():
                 before = torch.get_rng_state()
-                private = _PrivateGenerator(seed, on)
-                with private:
+                private = _PrivateGenerator(seed, on, weights=weights_on is not None)
+                with private, device_draws.weights_drawn(weights_on, seed):
                     value = draw()
                 if not private.missed and torch.equal(before, torch.get_rng_state()):
                     return value
@@ -129,7 +144,8 @@ class SeededDraws:
                      self.name)
         with _GATE.exclusive(), torch.random.fork_rng(devices=_initialized_devices()):
             torch.manual_seed(seed)
-            return draw()
+            with device_draws.weights_drawn(weights_on, seed):
+                return draw()
 
     @staticmethod
     def unseeded(draw: Callable[[], T]) -> T:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernelgrade.evaluator import timing
+from kernelgrade.evaluator import device_draws, timing
 from kernelgrade.evaluator.device_cache import leave_room
 from kernelgrade.evaluator.host import trial_store
 from kernelgrade.evaluator.host.environment import device_class
@@ -177,7 +177,7 @@ def _too_large(trial: TrialData) -> bool:
 
 
 def _key(request: EvalRequest, device: torch.device, references: References) -> str:
-    """Preparation covers one problem version on one device class, torch version and trial plan."""
+    """Preparation covers one problem version on one device class, torch version, draw scheme and trial plan."""
     plan = request.trials
     return digest(problem_version(request.problem), device_class(device), torch.__version__, plan.seed,
-                  plan.public_trials, references.secret_pool)
+                  plan.public_trials, references.secret_pool, device_draws.DRAW_SCHEME)
