@@ -12,6 +12,7 @@ import torch
 
 from kernelgrade.evaluator import device_draws
 from kernelgrade.evaluator.host.seeded_draws import SeededDraws
+from kernelgrade.evaluator.wire import staging
 
 CPU = torch.device("cpu")
 
@@ -99,7 +100,7 @@ class Layers(torch.nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.large = torch.nn.Linear(30, 20)  # 600 weights: drawn on the device, in six chunks
+        self.large = torch.nn.Linear(30, 20)  # 600 weights: drawn on the device
         self.small = torch.nn.Linear(4, 4)
         self.xavier = torch.nn.Parameter(torch.empty(10, 10))
         torch.nn.init.xavier_normal_(self.xavier)
@@ -135,12 +136,16 @@ def test_the_judge_constructs_with_the_weights_the_run_child_draws(global_only: 
         assert torch.equal(ours, plainly) is (name in {"large.weight", "own"}), name
 
 
-def test_a_large_weight_is_drawn_whole_a_chunk_at_a_time() -> None:
-    weight = torch.full((650,), math.nan)
-    with device_draws.weights_drawn(CPU, 6):
-        weight.uniform_(2.0, 3.0)
-    # A CPU generator's uniform stream continues from one chunk to the next: the pieces are in their places.
-    assert torch.equal(weight, torch.empty(650).uniform_(2.0, 3.0, generator=torch.Generator().manual_seed(6)))
+def test_a_large_weight_is_drawn_whole_into_its_tensor_however_the_call_names_it() -> None:
+    drawn = [torch.full((650,), math.nan) for _ in range(3)]
+    forms = [lambda w: w.uniform_(2.0, 3.0), lambda w: torch.nn.init.uniform_(w, 2.0, 3.0),
+             lambda w: torch.nn.init.uniform_(tensor=w, a=2.0, b=3.0)]
+    for weight, form in zip(drawn, forms, strict=True):
+        with device_draws.weights_drawn(CPU, 6):
+            assert form(weight) is weight
+    # A generator seeded alike, drawing the whole tensor at once: what the CPU standing in for the device gives.
+    expected = torch.empty(650).uniform_(2.0, 3.0, generator=torch.Generator().manual_seed(6))
+    assert all(torch.equal(weight, expected) for weight in drawn)
 
 
 def test_a_weight_it_does_not_draw_is_drawn_as_torch_draws_it() -> None:
@@ -156,7 +161,7 @@ def test_a_weight_it_does_not_draw_is_drawn_as_torch_draws_it() -> None:
 @pytest.mark.gpu
 def test_on_a_gpu_the_judge_and_the_run_child_draw_large_weights_there_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(device_draws, "DEVICE_DRAW_MIN", 1 << 20)
-    monkeypatch.setattr(device_draws, "DEVICE_DRAW_CHUNK", 1 << 19)  # four chunks through the pinned buffers
+    monkeypatch.setattr(staging, "STAGE_BYTES", 1 << 20)  # the 8 MiB weight crosses to the host in eight pieces
     gpu = torch.device("cuda", 0)
 
     def make() -> torch.nn.Module:
@@ -168,11 +173,11 @@ def test_on_a_gpu_the_judge_and_the_run_child_draw_large_weights_there_alike(mon
         child = make()
     plain = constructed_plainly_by(make, 3)
     assert all(torch.equal(a, b) for a, b in zip(judge.parameters(), child.parameters(), strict=True))
-    weight = judge[0].weight
+    weight = judge[0].weight.detach()
     assert weight.device == CPU and not torch.equal(weight, plain[0].weight)
     bound = 1 / math.sqrt(2048)  # Linear's own init, drawn on the GPU: its distribution, every chunk filled
     assert float(weight.abs().max()) <= bound and float(weight.abs().mean()) > 0.45 * bound
-    assert all(float(chunk.std()) > 0.5 * bound for chunk in weight.reshape(-1).split(1 << 19))
+    assert all(float(piece.std()) > 0.5 * bound for piece in weight.detach().reshape(-1).split(1 << 18))
 
 
 def constructed_plainly_by(make: Callable[[], torch.nn.Module], seed: int) -> torch.nn.Module:

@@ -10,12 +10,11 @@ Inputs: `torch.rand`, `torch.randn` and `torch.randint` calls for at least DEVIC
 the judge's device, a chunk at a time (so the device holds one chunk more, not the tensor), and copied into the CPU
 tensor get_inputs() gets: its code sees what it always saw.
 
-Weights: while a model is constructed under `weights_drawn()`, an in-place `uniform_` or `normal_` of at least
-DEVICE_DRAW_MIN elements of a contiguous CPU tensor, from the seeded generator, is drawn on the device with a
-generator of its own seeded alike, and copied into that tensor (torch.nn.init's functions end in those two). It is
-caught below the Python API, in a torch dispatch mode, so a layer's own init, nn.init and a direct call draw alike
-whichever way the code reached them. The judge's Model and the child's ModelNew are constructed that way under the
-same seed, so layers built alike still start with equal weights.
+Weights: while a model is constructed under `weights_drawn()`, a call of torch.nn.init's (where a layer's own init
+ends) or a tensor's own `uniform_` or `normal_` that draws a contiguous CPU tensor of at least DEVICE_DRAW_MIN
+elements from the global generator is made on the device with a generator of its own, seeded alike, and the values
+are copied into that tensor; the constructor still sees CPU tensors. The judge's Model and the child's ModelNew
+are constructed that way under the same seed, so layers built alike still start with equal weights.
 
 The values are fixed by the seed, the chunk size, the device class and the order of the draws, as the
 reference's outputs already are; they are not those a CPU draw would give, which nothing needs.
@@ -24,11 +23,14 @@ reference's outputs already are; they are not those a CPU draw would give, which
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from typing import Any
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeGuard
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.overrides import TorchFunctionMode
+
+from kernelgrade.evaluator.wire import staging
 
 # Below this many elements a CPU draw takes under 10 ms; a GPU draw's launch and copy would not gain.
 DEVICE_DRAW_MIN = 1 << 20
@@ -103,9 +105,16 @@ def weights_device(device: torch.device) -> torch.device | None:
     return device if device.type == "cuda" else None
 
 
-# The in-place draws that nn.init's functions end in. Fixed: a weight drawn one way on one side and another way on
-# the other would start unequal.
-_IN_PLACE = frozenset({torch.ops.aten.uniform_.default, torch.ops.aten.normal_.default})
+def _initializers() -> frozenset[Callable[..., Any]]:
+    """torch.nn.init's public functions that take a generator: what a layer's constructor draws its weights with."""
+    return frozenset(f for name, f in vars(torch.nn.init).items() if inspect.isfunction(f)
+                     and not name.startswith("_") and "generator" in inspect.signature(f).parameters)
+
+
+INITIALIZERS = _initializers()
+# What weights_drawn() draws on the device: nn.init's functions, and the two in-place draws they end in, which
+# a constructor may call itself.
+_WEIGHT_DRAWS = INITIALIZERS | {torch.Tensor.uniform_, torch.Tensor.normal_}
 
 
 def weights_drawn(device: torch.device | None, seed: int) -> contextlib.AbstractContextManager[object]:
@@ -114,65 +123,50 @@ def weights_drawn(device: torch.device | None, seed: int) -> contextlib.Abstract
     return _WeightDraws(device, seed) if device is not None else contextlib.nullcontext()
 
 
-def drawn_as_weight(tensor: object) -> bool:
-    """Whether an in-place draw of `tensor` with no generator is drawn on the device under weights_drawn()."""
+class _WeightDraws(TorchFunctionMode):
+    """Within it, a call of nn.init's, or a tensor's own uniform_ or normal_, that names no generator (it would take
+    torch's global one) and draws a contiguous CPU tensor of at least DEVICE_DRAW_MIN elements, is made on a
+    device tensor of the same shape with a generator seeded with `seed`; the values are copied into the CPU
+    tensor. Everything else runs as it would.
+
+    The call is made whole on the device (a tensor that size is about to be on the device anyway): nn.init's
+    functions read the tensor's shape, and `w.uniform_(-b, b)` gives what nn.init.uniform_(w, -b, b) gives.
+    A torch dispatch mode would catch the in-place draw below any call, but the first use of one in a process
+    imports torch's compiler stack: 4 s on an H200 host, in every run child."""
+
+    def __init__(self, device: torch.device, seed: int) -> None:
+        super().__init__()
+        self.device = device
+        self.generator = torch.Generator(device=device).manual_seed(seed)
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if func in _WEIGHT_DRAWS and kwargs.get("generator") is None:
+            named = {k: v for k, v in kwargs.items() if k not in ("tensor", "generator")}
+            tensor, rest = (args[0], args[1:]) if args else (kwargs.get("tensor"), ())
+            if _large_on_cpu(tensor):
+                on_device = torch.empty(tensor.shape, dtype=tensor.dtype, device=self.device)
+                func(on_device, *rest, **named, generator=self.generator)
+                _copy_into(tensor, on_device)
+                return tensor
+        return func(*args, **kwargs)
+
+
+def _large_on_cpu(tensor: object) -> TypeGuard[torch.Tensor]:
     return isinstance(tensor, torch.Tensor) and tensor.device.type == "cpu" and tensor.is_contiguous() \
         and tensor.numel() >= DEVICE_DRAW_MIN
 
 
-class _WeightDraws(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch's mode is untyped
-    """Within it, large in-place draws of CPU tensors that name no generator (they would take torch's global one)
-    are drawn on `device` with a generator seeded with `seed`, DEVICE_DRAW_CHUNK elements at a time. A draw from
-    a generator of its own, a small or non-contiguous tensor, and everything else run as they would. (The judge's
-    private generator of seeded_draws.py is left out of the draws this takes: a dispatch mode cannot tell it from
-    the problem's own, it sees a new wrapper of either.)"""
-
-    def __init__(self, device: torch.device, seed: int) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]
-        self.device = device
-        self.generator = torch.Generator(device=device).manual_seed(seed)
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        if func in _IN_PLACE and kwargs.get("generator") is None and drawn_as_weight(args[0]):
-            return self._drawn(func, args[0], args[1:])
-        return func(*args, **kwargs)
-
-    def _drawn(self, func: Any, tensor: torch.Tensor, params: tuple[Any, ...]) -> torch.Tensor:
-        flat = tensor.view(-1)
-        chunks = ((start, min(DEVICE_DRAW_CHUNK, flat.numel() - start))
-                  for start in range(0, flat.numel(), DEVICE_DRAW_CHUNK))
-        drawn = ((flat[start:start + count],
-                  func(torch.empty(count, dtype=tensor.dtype, device=self.device), *params, generator=self.generator))
-                 for start, count in chunks)
-        _copy_back(drawn, self.device)
-        return tensor
-
-
-def _copy_back(pieces: Iterator[tuple[torch.Tensor, torch.Tensor]], device: torch.device) -> None:
-    """Each (CPU slice, device piece) copied into place. From a GPU, through two pinned buffers in turn: a piece's
-    copy to the host runs while the one before it is copied into its place, which is pageable memory touched for
-    the first time (a direct copy there took 2.9 s for 4 GiB on an H200; the draw itself, 3 ms)."""
-    if device.type != "cuda":
-        for target, piece in pieces:
-            target.copy_(piece)
+def _copy_into(target: torch.Tensor, source: torch.Tensor) -> None:
+    """A device tensor's values into a contiguous CPU tensor of its shape. From a GPU, a piece at a time through
+    the pinned buffers tensor files use (wire/staging.py): the target is pageable memory touched for the first
+    time, and a direct copy there took 2.9 s for 4 GiB on an H200 (the draw itself, 3 ms)."""
+    target = target.detach()  # a parameter: nn.init fills it under no_grad, so does this
+    if source.device.type != "cuda":
+        target.copy_(source)
         return
-    buffers: list[torch.Tensor] = []
-    landing: tuple[torch.cuda.Event, torch.Tensor, torch.Tensor] | None = None
-    for k, (target, piece) in enumerate(pieces):
-        if len(buffers) < 2:
-            buffers.append(torch.empty(piece.numel(), dtype=piece.dtype, pin_memory=True))
-        staged = buffers[k % 2][:piece.numel()]
-        staged.copy_(piece, non_blocking=True)
-        event = torch.cuda.Event()  # type: ignore[no-untyped-call]
-        event.record(torch.cuda.current_stream(device))
-        if landing is not None:
-            _land(*landing)
-        landing = (event, staged, target)
-    if landing is not None:
-        _land(*landing)
-
-
-def _land(event: torch.cuda.Event, staged: torch.Tensor, target: torch.Tensor) -> None:
-    event.synchronize()
-    target.copy_(staged)
+    landed = target.view(-1).view(torch.uint8)
+    offset = 0
+    for piece in staging.device_chunks(source):
+        landed[offset:offset + len(piece)].copy_(torch.frombuffer(piece, dtype=torch.uint8))
+        offset += len(piece)

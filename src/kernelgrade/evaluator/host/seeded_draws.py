@@ -17,7 +17,6 @@ draw sees the global state move because of one.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -33,25 +32,15 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def _initializers() -> set[Callable[..., Any]]:
-    """torch.nn.init's public functions that take a generator. A layer's constructor calls them, and the mode
-    must hand them the generator itself: the draws they make inside run with the mode set aside."""
-    return {f for name, f in vars(torch.nn.init).items()
-            if inspect.isfunction(f) and not name.startswith("_") and "generator" in inspect.signature(f).parameters}
-
-
 # The random calls that take a `generator` in every torch we support. The *_like factories take one only in
 # newer versions; a draw through them reaches the global generator and goes the old way.
 _TAKES_GENERATOR = frozenset({
     torch.rand, torch.randn, torch.randint, torch.randperm, torch.normal, torch.bernoulli, torch.multinomial,
     torch.poisson, torch.Tensor.uniform_, torch.Tensor.normal_, torch.Tensor.random_, torch.Tensor.bernoulli_,
     torch.Tensor.exponential_, torch.Tensor.cauchy_, torch.Tensor.log_normal_, torch.Tensor.geometric_,
-    *_initializers(),
+    *device_draws.INITIALIZERS,
 })
 _RANDOM = _TAKES_GENERATOR | {torch.rand_like, torch.randn_like, torch.randint_like}
-# The draws device_draws.weights_drawn() makes on the device where their tensor is large: the in-place ones it
-# catches, and nn.init's, which end in them on the tensor they are given.
-_WEIGHT_DRAWS = frozenset({torch.Tensor.uniform_, torch.Tensor.normal_, *_initializers()})
 
 
 # Private draws share it; old-way draws hold it alone.
@@ -62,22 +51,16 @@ class _PrivateGenerator(TorchFunctionMode):
     """Hands `generator` to the CPU draws that take one and were given none; notes the random calls it could
     not redirect."""
 
-    def __init__(self, seed: int, on: torch.device | None, weights: bool = False) -> None:
-        """`on`: the GPU that draws large CPU inputs (device_draws.py); None: every draw on the CPU. `weights`:
-        large weights are drawn on a device below this mode (device_draws.weights_drawn)."""
+    def __init__(self, seed: int, on: torch.device | None) -> None:
+        """`on`: the GPU that draws large CPU inputs (device_draws.py); None: every draw on the CPU."""
         super().__init__()
         self.generator = torch.Generator().manual_seed(seed)
         self.on_generator = torch.Generator(device=on).manual_seed(seed) if on is not None else None
-        self.weights = weights
         self.missed = False
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = dict(kwargs or {})
         if func in _RANDOM and kwargs.get("generator") is None:
-            if self.weights and func in _WEIGHT_DRAWS and device_draws.drawn_as_weight(_first_tensor(args, kwargs)):
-                # Left without a generator: the weights mode below draws it on the device, as it does in the run
-                # child. Anything in it that reached the global generator anyway shows as a moved global state.
-                return func(*args, **kwargs)
             if func in _TAKES_GENERATOR and _target(args, kwargs).type == "cpu":
                 made = self._drawn_on_device(func, args, kwargs)
                 if made is not None:
@@ -101,10 +84,6 @@ class _PrivateGenerator(TorchFunctionMode):
             log.warning("drawing %s on %s failed; drawn on the CPU", getattr(func, "__name__", func),
                         self.on_generator.device, exc_info=True)
             return None
-
-
-def _first_tensor(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
-    return next((v for v in (*args, *kwargs.values()) if isinstance(v, torch.Tensor)), None)
 
 
 def _target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.device:
@@ -133,7 +112,9 @@ class SeededDraws:
         if not self.global_only:
             with _GATE.shared():
                 before = torch.get_rng_state()
-                private = _PrivateGenerator(seed, on, weights=weights_on is not None)
+                private = _PrivateGenerator(seed, on)
+                # The weights mode is entered last, so it sees a constructor's draws first: those it draws on the
+                # device never reach the private generator.
                 with private, device_draws.weights_drawn(weights_on, seed):
                     value = draw()
                 if not private.missed and torch.equal(before, torch.get_rng_state()):
