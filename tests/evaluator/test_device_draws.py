@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import torch
@@ -15,6 +15,7 @@ from kernelgrade.evaluator.host.seeded_draws import SeededDraws
 from kernelgrade.evaluator.wire import staging
 
 CPU = torch.device("cpu")
+M = TypeVar("M", bound=torch.nn.Module)
 
 
 @pytest.fixture(autouse=True)
@@ -116,7 +117,7 @@ def as_the_run_child_constructs(seed: int) -> Layers:
 
 
 def constructed_plainly(seed: int) -> Layers:
-    return constructed_plainly_by(Layers, seed)  # type: ignore[return-value]
+    return constructed_plainly_by(Layers, seed)
 
 
 @pytest.mark.parametrize("global_only", [False, True], ids=["private generator", "global generator"])
@@ -175,11 +176,11 @@ def test_on_a_gpu_the_judge_and_the_run_child_draw_large_weights_there_alike(mon
     assert all(torch.equal(a, b) for a, b in zip(judge.parameters(), child.parameters(), strict=True))
     weight = judge[0].weight.detach()
     assert weight.device == CPU and not torch.equal(weight, plain[0].weight)
-    bound = 1 / math.sqrt(2048)  # Linear's own init, drawn on the GPU: its distribution, every chunk filled
+    bound = 1 / math.sqrt(2048)  # Linear's own init, drawn on the GPU: its distribution, every piece filled
     assert float(weight.abs().max()) <= bound and float(weight.abs().mean()) > 0.45 * bound
-    assert all(float(piece.std()) > 0.5 * bound for piece in weight.detach().reshape(-1).split(1 << 18))
+    assert all(float(piece.std()) > 0.5 * bound for piece in weight.reshape(-1).split(1 << 18))
 
 
-def constructed_plainly_by(make: Callable[[], torch.nn.Module], seed: int) -> torch.nn.Module:
+def constructed_plainly_by(make: Callable[[], M], seed: int) -> M:
     torch.manual_seed(seed)
     return make()
