@@ -59,8 +59,11 @@ typecheck: setup
 imports: setup
 	$(BIN)/lint-imports
 
+# Test processes at once; a file's tests stay in one process, so module fixtures (a warm judge) are shared.
+PYTEST_WORKERS ?= 2
+
 pytest: setup system-deps
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 test: lint typecheck imports pytest
 
