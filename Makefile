@@ -59,11 +59,14 @@ typecheck: setup
 imports: setup
 	$(BIN)/lint-imports
 
-# Test processes at once; a file's tests stay in one process, so module fixtures (a warm judge) are shared.
+# Test processes at once; a file's tests stay in one process, so module fixtures (a warm judge) are shared. Tests
+# marked `alone` compare timings with each other, which another test process's builds beside them can push past
+# their bands (a reference against itself at 0.5-2x): they run afterwards, in one process.
 PYTEST_WORKERS ?= 2
 
 pytest: setup system-deps
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not alone"
+	$(BIN)/pytest -m alone
 
 test: lint typecheck imports pytest
 

@@ -135,6 +135,7 @@ def test_rounds_in_turn_give_each_side_every_round_and_the_recheck_a_sample_of_a
     assert len(set(reps)) == kept and max(reps) >= total - interleaved.ROUND_REPS
 
 
+@pytest.mark.alone
 def test_a_verdict_timed_in_turn_is_correct_near_1x_and_says_how_it_was_timed(tmp_path: Path) -> None:
     request = EvalRequest(problem=PROBLEM, submission=SOURCE.replace("class Model", "class ModelNew"),
                           cache_dir=tmp_path / "cache", work_root=tmp_path / "work",
