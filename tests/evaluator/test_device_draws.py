@@ -110,14 +110,15 @@ class Layers(torch.nn.Module):
         self.own = torch.nn.Parameter(torch.empty(80).normal_(generator=torch.Generator().manual_seed(9)))
 
 
-def as_the_run_child_constructs(seed: int) -> Layers:
+def as_the_run_child_constructs(make: Callable[[], M], seed: int, device: torch.device = CPU) -> M:
     torch.manual_seed(seed)
-    with device_draws.weights_drawn(CPU, seed):
-        return Layers()
+    with device_draws.weights_drawn(device, seed):
+        return make()
 
 
-def constructed_plainly(seed: int) -> Layers:
-    return constructed_plainly_by(Layers, seed)
+def constructed_plainly(make: Callable[[], M], seed: int) -> M:
+    torch.manual_seed(seed)
+    return make()
 
 
 @pytest.mark.parametrize("global_only", [False, True], ids=["private generator", "global generator"])
@@ -128,7 +129,7 @@ def test_the_judge_constructs_with_the_weights_the_run_child_draws(global_only: 
     judge = draws.run(4, Layers, weights_on=CPU)
     assert torch.equal(before, torch.get_rng_state())
     assert draws.global_only is global_only  # nothing reached the global generator behind the mode's back
-    child, plain = as_the_run_child_constructs(4), constructed_plainly(4)
+    child, plain = as_the_run_child_constructs(Layers, 4), constructed_plainly(Layers, 4)
     for (name, ours), theirs, plainly in zip(judge.named_parameters(), child.parameters(), plain.parameters(),
                                              strict=True):
         assert torch.equal(ours, theirs), name
@@ -169,18 +170,10 @@ def test_on_a_gpu_the_judge_and_the_run_child_draw_large_weights_there_alike(mon
         return torch.nn.Sequential(torch.nn.Linear(2048, 1024), torch.nn.Linear(64, 64))
 
     judge = SeededDraws("p").run(3, make, weights_on=gpu)
-    torch.manual_seed(3)
-    with device_draws.weights_drawn(gpu, 3):
-        child = make()
-    plain = constructed_plainly_by(make, 3)
+    child, plain = as_the_run_child_constructs(make, 3, gpu), constructed_plainly(make, 3)
     assert all(torch.equal(a, b) for a, b in zip(judge.parameters(), child.parameters(), strict=True))
     weight = judge[0].weight.detach()
     assert weight.device == CPU and not torch.equal(weight, plain[0].weight)
     bound = 1 / math.sqrt(2048)  # Linear's own init, drawn on the GPU: its distribution, every piece filled
     assert float(weight.abs().max()) <= bound and float(weight.abs().mean()) > 0.45 * bound
     assert all(float(piece.std()) > 0.5 * bound for piece in weight.reshape(-1).split(1 << 18))
-
-
-def constructed_plainly_by(make: Callable[[], M], seed: int) -> M:
-    torch.manual_seed(seed)
-    return make()

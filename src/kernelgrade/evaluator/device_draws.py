@@ -16,8 +16,8 @@ elements from the global generator is made on the device with a generator of its
 are copied into that tensor; the constructor still sees CPU tensors. The judge's Model and the child's ModelNew
 are constructed that way under the same seed, so layers built alike still start with equal weights.
 
-The values are fixed by the seed, the chunk size, the device class and the order of the draws, as the
-reference's outputs already are; they are not those a CPU draw would give, which nothing needs.
+The values are fixed by the seed, the device class, the order of the draws and, for inputs, the chunk size, as
+the reference's outputs already are; they are not those a CPU draw would give, which nothing needs.
 """
 
 from __future__ import annotations
