@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -177,3 +178,29 @@ def test_on_a_gpu_the_judge_and_the_run_child_draw_large_weights_there_alike(mon
     bound = 1 / math.sqrt(2048)  # Linear's own init, drawn on the GPU: its distribution, every piece filled
     assert float(weight.abs().max()) <= bound and float(weight.abs().mean()) > 0.45 * bound
     assert all(float(piece.std()) > 0.5 * bound for piece in weight.reshape(-1).split(1 << 18))
+
+
+def _vma_flags(address: int) -> list[str]:
+    """The VmFlags of the mapping of this process that holds `address` (/proc/self/smaps)."""
+    inside = False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            first = line.split()[0]
+            if "-" in first and not first.endswith(":"):
+                low, high = (int(end, 16) for end in first.split("-"))
+                inside = low <= address < high
+            elif inside and first == "VmFlags:":
+                return line.split()[1:]
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+def test_a_large_host_tensor_is_backed_with_huge_pages_where_the_kernel_leaves_them_to_madvise() -> None:
+    modes = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    if not modes.exists() or "[never]" in modes.read_text():
+        pytest.skip("this kernel gives no transparent huge pages")
+    tensor = torch.empty(64 << 20, dtype=torch.uint8)  # glibc maps it on its own: nothing else shares its pages
+    assert "hg" not in _vma_flags(tensor.data_ptr() + 8192)
+    device_draws.back_with_huge_pages(tensor)
+    assert "hg" in _vma_flags(tensor.data_ptr() + 8192)
+    tensor.fill_(7)  # the values are the tensor's as before
+    assert int(tensor.min()) == int(tensor.max()) == 7
