@@ -58,10 +58,11 @@ def drawn(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
         return None
     leading, size = parsed
     dtype = kwargs.get("dtype") or (torch.int64 if func is torch.randint else torch.get_default_dtype())
-    out = torch.empty(size, dtype=dtype, pin_memory=bool(kwargs.get("pin_memory", False)))
+    pinned = bool(kwargs.get("pin_memory", False))
+    out = torch.empty(size, dtype=dtype, pin_memory=pinned)
     if out.numel() < DEVICE_DRAW_MIN:
         return None
-    if not kwargs.get("pin_memory"):
+    if not pinned:
         back_with_huge_pages(out)
     flat = out.view(-1)
     for start in range(0, flat.numel(), DEVICE_DRAW_CHUNK):
