@@ -26,8 +26,10 @@ from kernelgrade.evaluator import (
     evaluate,
     timing,
 )
+from kernelgrade.evaluator.host.reference import Reference
 from kernelgrade.evaluator.host.reference_cache import References
 from kernelgrade.evaluator.host.run_children import RunChildren
+from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.integrity.crosscheck import ReferenceLoop
 from kernelgrade.evaluator.judge import interleaved
 from kernelgrade.evaluator.judge.reference_child import ReferenceRun
@@ -122,9 +124,8 @@ def test_rounds_in_turn_give_each_side_every_round_and_the_recheck_a_sample_of_a
             ours.run(SMALL)  # each side warmed up and timed once, as the stage does first
             theirs.run(SMALL)
             turns = interleaved.taken(ours.session, theirs, SMALL, 0.01, TEST_LIMITS.timing_s, one_cpu=True)
-            kept = ours.session.timed_outputs(ours.session.work_dir, TEST_LIMITS.call_s).kept
-            reps = [_timed_entry(_load_timed(ours.session.work_dir / f"timed_{i}.kgt", torch.device("cpu"),
-                                             reference.output_bytes), SMALL.input_sets)[2] for i in range(kept)]
+            reps = _kept_reps(ours.session, reference)
+            kept = len(reps)
     finally:
         children.close()
     total = interleaved.ROUNDS * interleaved.ROUND_REPS
@@ -133,6 +134,19 @@ def test_rounds_in_turn_give_each_side_every_round_and_the_recheck_a_sample_of_a
     assert "rounds of 5 reps a side" in turns.described
     # The last rep of each input set is kept: from the last round, numbered on from the rounds before.
     assert len(set(reps)) == kept and max(reps) >= total - interleaved.ROUND_REPS
+
+
+def _kept_reps(session: RunSession, reference: Reference) -> list[int]:
+    """The reps of the timed outputs the child kept, asked for as files (one a request, offered no region)."""
+    reps: list[int] = []
+    kept = 1
+    while len(reps) < kept:
+        reply = session.timed_outputs(session.work_dir, TEST_LIMITS.call_s, first=len(reps))
+        assert reply.ends == (0,)
+        entry = _load_timed(session.work_dir / f"timed_{len(reps)}.kgt", torch.device("cpu"), reference.output_bytes)
+        reps.append(_timed_entry(entry, SMALL.input_sets)[2])
+        kept = reply.kept
+    return reps
 
 
 @pytest.mark.alone

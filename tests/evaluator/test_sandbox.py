@@ -30,6 +30,7 @@ from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher, Resource
 from kernelgrade.evaluator.sandbox.levels import SandboxUnavailable, UnsandboxedRefused, make_launcher, probe_level
 from kernelgrade.evaluator.sandbox.unshare import UnshareLauncher
 from kernelgrade.evaluator.wire.compile_protocol import CPU_LIMIT_STATUS
+from kernelgrade.evaluator.wire.shared_region import SharedRegion
 
 MiB = 1024**2
 # A root judge's child cannot use an interpreter under a 0700 home without bwrap's covers; the unshare
@@ -572,3 +573,21 @@ out["uid_name"] = __import__("pwd").getpwuid(os.getuid()).pw_name
     assert "root:" not in out["passwd"] and out["uid_name"] == "kernelgrade"
     assert out["hosts"] is False
     assert not {"home", "var", "srv", "run", "mnt", "boot"} & set(out["root"]), out["root"]
+
+
+def test_a_shared_region_reaches_the_child_at_its_own_number(sandbox: Sandbox, work_dir: Path) -> None:
+    """The run child's outputs cross through a region the judge made (wire/shared_region.py): every level
+    passes its descriptor on, at the number the judge tells the child."""
+    region = SharedRegion.create(pin=False)
+    try:
+        region.reserve(1)
+        out = run(sandbox, work_dir, snippet(f"""
+import mmap
+memory = mmap.mmap({region.fd}, 0)
+memory[:5] = b"hello"
+out["size"] = len(memory)
+"""), shared_fds=(region.fd,))
+        view = region.view(5)
+        assert out["size"] == region.reserved and view is not None and bytes(view) == b"hello"
+    finally:
+        region.close()

@@ -62,6 +62,7 @@ from kernelgrade.evaluator.wire.replies import (
     TimeReply,
     WarmupReply,
 )
+from kernelgrade.evaluator.wire.shared_region import SharedRegion, aligned
 
 # Captured before the submission is imported (see timing.py for the same precaution).
 _Tensor = torch.Tensor
@@ -194,6 +195,7 @@ class Harness:
         self.flusher: timing.Flusher | None = None
         self.holding: timing.Holding | None = None
         self.keeper: timing.OutputKeeper | None = None
+        self.region: SharedRegion | None = None  # the judge's region for outputs (wire/shared_region.py)
         self.settle_s = MIN_SETTLE_S
         self.timing_state: tuple[Any, ...] = ()
         self.tampered_state: list[str] = []
@@ -252,6 +254,8 @@ class Harness:
         self.l2 = PersistingL2() if self.device.type == "cuda" else None
         self.l2_expected = self.l2.limit() if self.l2 else 0
         self.extensions.install(request.prebuilt, request.prebuilt_dir)
+        if request.region_fd >= 0:
+            self.region = SharedRegion.attach(request.region_fd, pin=self.device.type == "cuda")
         self.guard = Guard.take()
         with self.extensions.watching():
             module = self._run_submission(import_submission, request.submission)
@@ -288,14 +292,23 @@ class Harness:
             mutated = [i for i, (a, b) in enumerate(zip(inputs, given, strict=True))
                        if isinstance(a, _Tensor) and not (type(b) is _Tensor and _equal(a, b))]
             metas = tuple(output_meta(v) for v in outputs)
-            tensorfile.save(request.outputs, [v if m.is_plain_tensor else None
-                                              for v, m in zip(outputs, metas, strict=True)])
+            in_region = self._save_outputs(request, [v if m.is_plain_tensor else None
+                                                     for v, m in zip(outputs, metas, strict=True)])
             # Once more after the save: work that wakes late (a process descheduled through the settle wait on
             # a busy host) and writes while the file is written would otherwise pass as a wrong output.
             saved = fingerprints(outputs)
         return CallReply(outputs=metas, mutated_inputs=tuple(mutated),
                          changed_after_return=not at_return == after == saved, integrity=self._integrity(),
-                         input_fingerprints=tuple(fingerprints(given)))
+                         input_fingerprints=tuple(fingerprints(given)), region_bytes=in_region)
+
+    def _save_outputs(self, request: CallRequest, values: list[Any]) -> int:
+        """Write the outputs into the judge's region where they fit in what the request offers there (the bytes
+        written), else to the request's file (0)."""
+        view = self.region.view(request.region_bytes) if self.region and request.region_bytes else None
+        written = tensorfile.save_to_memory(view, values) if view is not None else None
+        if written is None:
+            tensorfile.save(request.outputs, values)
+        return written or 0
 
     def _settle(self, seconds: float) -> None:
         """Device-wide synchronize, wait, synchronize again: a thread that writes late has had its chance."""
@@ -377,19 +390,39 @@ class Harness:
 
     def timed_outputs(self, request: TimedOutputsRequest) -> TimedOutputsReply:
         """A sample of timed outputs (the last of each input set and some drawn at random), fingerprinted
-        again after a settle; written outside the judge's clock around `time`, one file per kept rep
-        (`timed_{i}.kgt` in the given directory, as [set, scale step, rep, *outputs]) so that no file holds more
-        than one call's outputs."""
+        again after a settle (on the first request, `first` 0); written outside the judge's clock around
+        `time`, each as [set, scale step, rep, *outputs], from the request's `first` on: into the shared region
+        while they fit, else one into its own file (`timed_{i}.kgt` in the given directory), so that no file
+        holds more than one call's outputs."""
         kept = self.keeper.kept() if self.keeper else []
-        self._settle(self.settle_s)
-        self._check_timing_state()
-        changed = [e.rep for e in kept if fingerprints(e.outputs) != e.at_return]
+        changed: list[int] = []
+        if request.first == 0:
+            self._settle(self.settle_s)
+            self._check_timing_state()
+            changed = [e.rep for e in kept if fingerprints(e.outputs) != e.at_return]
         with inert():
-            for i, e in enumerate(kept):
-                # Outputs at the top level, where the judge's load moves them through pinned memory.
-                entry = [e.tag[0], e.tag[1], e.rep, *[v if why_not_plain(v) == "" else None for v in e.outputs]]
-                tensorfile.save(request.outputs_dir / f"timed_{i}.kgt", entry)
-        return TimedOutputsReply(kept=len(kept), changed_after_return=tuple(changed), integrity=self._integrity())
+            # Outputs at the top level, where the judge's read moves them to its device.
+            entries = [[e.tag[0], e.tag[1], e.rep, *[v if why_not_plain(v) == "" else None for v in e.outputs]]
+                       for e in kept[request.first:]]
+            ends = self._save_timed(request, entries)
+        return TimedOutputsReply(kept=len(kept), changed_after_return=tuple(changed), integrity=self._integrity(),
+                                 ends=ends)
+
+    def _save_timed(self, request: TimedOutputsRequest, entries: list[list[Any]]) -> tuple[int, ...]:
+        """The entries into the region one after another while they fit (their ends), else the first into its
+        file (0) and no more: the judge reads these and asks for the rest."""
+        view = self.region.view(request.region_bytes) if self.region and request.region_bytes else None
+        ends: list[int] = []
+        for i, entry in enumerate(entries, start=request.first):
+            start = aligned(ends[-1]) if ends else 0
+            written = tensorfile.save_to_memory(view[start:], entry) if view is not None else None
+            if written is None:
+                if not ends:
+                    tensorfile.save(request.outputs_dir / f"timed_{i}.kgt", entry)
+                    ends.append(0)
+                break
+            ends.append(start + written)
+        return tuple(ends)
 
     def _l2_changed(self) -> int:
         """The persisting-L2 set-aside in force, if it is not what the harness left there; else 0."""

@@ -16,10 +16,14 @@ from kernelgrade.evaluator.compare_memory import USABLE_SHARE, MemoryBudget
 from kernelgrade.evaluator.device_cache import leave_room
 from kernelgrade.evaluator.request import PrecisionPolicy
 from kernelgrade.evaluator.wire import tensorfile
+from kernelgrade.evaluator.wire.shared_region import SharedRegion
 
 # The float64 oracle runs on the device when its inputs, weights and outputs take at most this share of what
 # is free there: the activations inside forward() come on top and are not known beforehand.
 ORACLE_SHARE = 0.5
+# What a child's shared region holds beside the outputs' bytes, for the header that describes them: a few hundred
+# outputs' entries. A header larger than that sends the outputs to the file instead.
+HEADER_ROOM = 64 * 1024
 
 
 def compare_in_room(outputs: Sequence[Any], expected: Expected, policy: PrecisionPolicy,
@@ -40,6 +44,17 @@ def read_outputs(path: Path, device: torch.device, outputs_bytes: int) -> list[A
     writes: tensorfile.TensorFileError, before anything is read."""
     limit = outputs_bytes + 8 + tensorfile.MAX_HEADER_BYTES
     return tensorfile.load(path, _outputs_device(device, outputs_bytes), max_bytes=limit)
+
+
+def read_region(region: SharedRegion, end: int, device: torch.device, outputs_bytes: int, start: int = 0
+                ) -> list[Any]:
+    """A run child's outputs in bytes `start` to `end` of its shared region, read as read_outputs() reads a
+    file."""
+    view = region.view(end) if 0 <= start <= end else None
+    if view is None:
+        raise tensorfile.TensorFileError(f"the child reports bytes {start} to {end} of a region of {region.reserved}")
+    limit = outputs_bytes + 8 + tensorfile.MAX_HEADER_BYTES
+    return tensorfile.load_from_memory(view[start:], _outputs_device(device, outputs_bytes), max_bytes=limit)
 
 
 def _outputs_device(device: torch.device, outputs_bytes: int) -> torch.device:

@@ -38,6 +38,7 @@ from kernelgrade.evaluator.wire.protocol import (
     request_line,
 )
 from kernelgrade.evaluator.wire.replies import CallReply, Integrity, TimedOutputsReply, TimedReply
+from kernelgrade.evaluator.wire.shared_region import SharedRegion
 
 ReplyT = TypeVar("ReplyT")
 
@@ -64,11 +65,17 @@ class RunSession:
         extensions_dir.mkdir(exist_ok=True)
         # Made before the child exists, mapped by both (wire/hold_page.py); watched while the child times.
         self.hold_page = HoldPage.create(work_dir / PAGE_NAME) if gpu_index is not None else None
+        # Where checked calls' outputs cross (wire/shared_region.py): this child's alone, closed with it.
+        self.region = SharedRegion.create(pin=gpu_index is not None)
         env = child_env(work_dir, extensions_dir, extra_env)
         spec = ChildSpec(python_argv("kernelgrade.evaluator.child.run_child"), env, work_dir,
                          writable=(extensions_dir,), readable=(package_root(),), gpu_index=gpu_index,
-                         hidden=(work_dir.parent, *hidden))
-        self.child = ChildProcess(launcher.popen(spec))
+                         hidden=(work_dir.parent, *hidden), shared_fds=(self.region.fd,))
+        try:
+            self.child = ChildProcess(launcher.popen(spec))
+        except BaseException:
+            self.region.close()
+            raise
         # Replies must carry this key and the request's sequence number (docs/threats.md 18).
         self._key = secrets.token_hex(16)
         self._seq = 0
@@ -90,6 +97,7 @@ class RunSession:
 
     def close(self) -> None:
         self.child.kill()
+        self.region.close()
         if self.hold_page is not None:
             # The page's file goes with its child: a later child of the same work dir (the compiled baseline's,
             # after the candidate's) is given a page of its own, made afresh.
@@ -130,11 +138,23 @@ class RunSession:
     def load(self, submission: Path, init_inputs: Path, seed: int, device: str, prebuilt: tuple[Prebuilt, ...],
              timeout: float) -> Integrity:
         return self._request(Stage.LOAD, LoadRequest(submission, init_inputs, seed, device, prebuilt,
-                                                     self.prebuilt_dir), timeout)
+                                                     self.prebuilt_dir, self.region.fd), timeout)
 
     def call(self, inputs: Path, outputs: Path, poison_bytes: list[int], timeout: float,
-             settle_s: float = 0.0) -> CallReply:
-        return self._request(Stage.CORRECTNESS, CallRequest(inputs, outputs, tuple(poison_bytes), settle_s), timeout)
+             settle_s: float = 0.0, region_bytes: int = 0) -> CallReply:
+        """A checked call; its outputs go to the file `outputs`, or with `region_bytes` into the shared region,
+        grown to hold at least that many first, where they fit there: the reply's region_bytes says which."""
+        offered = self._offer(region_bytes)
+        return self._request(Stage.CORRECTNESS, CallRequest(inputs, outputs, tuple(poison_bytes), settle_s, offered),
+                             timeout)
+
+    def _offer(self, region_bytes: int) -> int:
+        """The bytes of the shared region a request may use: none unless asked for, else all it has, grown to
+        `region_bytes` first."""
+        if not region_bytes:
+            return 0
+        self.region.reserve(region_bytes)
+        return self.region.reserved
 
     def warmup(self, input_sets: list[Path], params: TimingParams, flush_bytes: int, timeout: float,
                settle_s: float = 0.0) -> Integrity:
@@ -157,10 +177,12 @@ class RunSession:
         seen = (after - waited) / 1e6 if waited is not None and after is not None else None
         return TimedReply(self._read(Stage.TIMING, request, raw), outer, seen)
 
-    def timed_outputs(self, outputs_dir: Path, timeout: float) -> TimedOutputsReply:
-        """Have the child write its sample of timed outputs, each as [set, scale step, rep, *outputs], to
-        `outputs_dir`/timed_{i}.kgt."""
-        return self._request(Stage.TIMING, TimedOutputsRequest(outputs_dir), timeout)
+    def timed_outputs(self, outputs_dir: Path, timeout: float, first: int = 0, region_bytes: int = 0
+                      ) -> TimedOutputsReply:
+        """Have the child write its sample of timed outputs from `first` on, each as [set, scale step, rep,
+        *outputs]: into the shared region, grown to hold at least `region_bytes` first, while they fit there,
+        else one to `outputs_dir`/timed_{i}.kgt (the reply's `ends` says which)."""
+        return self._request(Stage.TIMING, TimedOutputsRequest(outputs_dir, first, self._offer(region_bytes)), timeout)
 
 
 def _forged(stage: Stage, request: Request[Any], what: str, output: str) -> Failure:

@@ -1,11 +1,12 @@
 """The correctness stage: each trial's outputs from the child, judged against the reference and the oracle.
 
-Inputs go to the child as a file and outputs come back as one; the expected values never leave the judge.
+Inputs go to the child as a file; outputs come back through the child's shared region (wire/shared_region.py), or a
+file where they do not fit there. The expected values never leave the judge.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ import torch
 
 from kernelgrade.evaluator.compare import Comparison, Expected, check_structure
 from kernelgrade.evaluator.device_cache import allocated, leave_room, peak_above
-from kernelgrade.evaluator.host.device_room import compare_in_room, read_outputs
+from kernelgrade.evaluator.host.device_room import HEADER_ROOM, compare_in_room, read_outputs, read_region
 from kernelgrade.evaluator.host.reference import Footprint, Reference, TrialData, derive_seed
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.judge.job import Job, on_device
@@ -145,24 +146,28 @@ def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahea
         moved = sum(sizes) + tensorfile.size(inputs_path)
         leave_room(job.device)
         reply = session.call(inputs_path, outputs_path, sizes, Limits.moving(job.request.limits.call_s, moved),
-                             settle_s(ahead.reference.forward_s))
+                             settle_s(ahead.reference.forward_s), region_bytes=sum(sizes) + HEADER_ROOM)
     inputs_path.unlink(missing_ok=True)
     with job.timed("correctness:judge"):
         try:
             _judge_call(job, record, trial, reply, _mutated(data, reply), data.expected,
-                        lambda: _read_outputs(outputs_path, job.device, data.expected.refs))
+                        lambda: _read_outputs(session, reply, outputs_path, job.device, sum(sizes)))
         finally:
             tensorfile.remove(outputs_path)
     return reply.integrity
 
 
-def _read_outputs(path: Path, device: torch.device, refs: Sequence[torch.Tensor]) -> list[Any] | Comparison:
-    """The outputs the child wrote, read once their structure matched the reference's: a file larger than
-    those outputs and the largest header, or one that cannot be read, is not what the harness writes."""
+def _read_outputs(session: RunSession, reply: CallReply, path: Path, device: torch.device,
+                  outputs_bytes: int) -> list[Any] | Comparison:
+    """The outputs the child wrote (into the shared region or the file, as its reply says), read once their
+    structure matched the reference's: more than those outputs and the largest header, or what cannot be read,
+    is not what the harness writes."""
     try:
-        return read_outputs(path, device, sum(r.numel() * r.element_size() for r in refs))
+        if not reply.region_bytes:
+            return read_outputs(path, device, outputs_bytes)
+        return read_region(session.region, reply.region_bytes, device, outputs_bytes)
     except tensorfile.TensorFileError as exc:
-        return Comparison(False, "output_unreadable", f"the output file the harness wrote could not be read: {exc}")
+        return Comparison(False, "output_unreadable", f"the outputs the harness wrote could not be read: {exc}")
 
 
 def _judge_call(job: Job, record: Record, trial: Trial, reply: CallReply, mutated: list[int], expected: Expected,

@@ -4,13 +4,15 @@ against the reference on the same fresh inputs, so a kernel cannot be right when
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from kernelgrade.evaluator import timing
-from kernelgrade.evaluator.host.device_room import compare_in_room, read_outputs
+from kernelgrade.evaluator.host.device_room import HEADER_ROOM, compare_in_room, read_outputs, read_region
 from kernelgrade.evaluator.host.reference import Reference, to_device
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.judge.job import Job
@@ -19,47 +21,95 @@ from kernelgrade.evaluator.judge.record import Record
 from kernelgrade.evaluator.request import Limits
 from kernelgrade.evaluator.result import Failure, Finding, Severity, Stage
 from kernelgrade.evaluator.wire import tensorfile
+from kernelgrade.evaluator.wire.replies import TimedOutputsReply
+from kernelgrade.evaluator.wire.shared_region import aligned
 
 
 def recheck_timed_outputs(job: Job, record: Record, session: RunSession, reference: Reference,
                           sets: list[list[Any]]) -> None:
-    # Into the work dir itself: a root judge's child runs as another uid and can write only there.
-    folder = job.work_dir
-    most = len(sets) + timing.SAMPLED_OUTPUTS
-    with job.timed("recheck:outputs"):
-        reply = session.timed_outputs(folder, Limits.moving(job.request.limits.call_s,
-                                                            most * reference.output_bytes))
-    record.note(record.child_reported(reply.integrity))
+    """The kept outputs come a round at a time: as many as the child's shared region holds (all of them, unless
+    they are large), or one in a file, each round read and checked before the next is asked for."""
+    kept = _KeptOutputs(job, record, session, reference, len(sets) + timing.SAMPLED_OUTPUTS)
+    reply = kept.ask(0)
     if reply.changed_after_return:
         record.add(Finding("timed_output_changed_after_return", Severity.FLAG,
             f"timed output(s) of rep(s) {', '.join(map(str, reply.changed_after_return[:8]))} changed after"
             " their rep ended (after its device-wide synchronize): work outlived the timed call."))
-    _recheck(job, reference, sets, folder, reply.kept)
-
-
-def _recheck(job: Job, reference: Reference, sets: list[list[Any]], folder: Path, kept: int) -> None:
     # The child keeps the last output of each input set plus a sample; a larger count is not its harness.
-    if not 0 <= kept <= len(sets) + timing.SAMPLED_OUTPUTS:
-        raise _wrong(f"the harness reported {kept} timed outputs; it keeps at most"
-                     f" {len(sets) + timing.SAMPLED_OUTPUTS}")
+    if not 0 <= reply.kept <= kept.most:
+        raise _wrong(f"the harness reported {reply.kept} timed outputs; it keeps at most {kept.most}")
     placed: dict[int, tuple[list[Any], list[bool]]] = {}
-    for i in range(kept):
-        with job.timed("recheck:read"):
-            loaded = _load_timed(folder / f"timed_{i}.kgt", job.device, reference.output_bytes)
-        set_index, step, rep, outs = _timed_entry(loaded, len(sets))
-        with job.timed("recheck:reference"):
-            inputs = _rep_inputs(placed, sets, set_index, step, job.device)
-            expected = reference.expected(inputs)
-            timing.device_synchronize(job.device)  # the reference's own time, not the comparison's
-        refs = expected.refs
-        if any(o is None for o in outs) or len(outs) != len(refs) or any(
-                tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype for o, r in zip(outs, refs, strict=True)):
-            raise _wrong(f"timed rep {rep}: the output of a timed call has the wrong structure")
-        with job.timed("recheck:compare"):
-            comparison = compare_in_room(outs, expected, job.timed_policy, job.device)
-        if not comparison.passed:
-            raise _wrong(f"timed rep {rep} (input set {set_index}, scale step {step}): a timed call's output is"
-                         f" wrong although the checked calls were right: {comparison.message}")
+    first = 0
+    while first < reply.kept:
+        if first:
+            reply = kept.ask(first)
+        for loaded in kept.read(reply, first):
+            _recheck(job, reference, sets, placed, loaded)
+        first += len(reply.ends)
+
+
+@dataclass(frozen=True)
+class _KeptOutputs:
+    """The child's kept timed outputs, asked for and read a round at a time."""
+
+    job: Job
+    record: Record
+    session: RunSession
+    reference: Reference
+    most: int  # the most the child keeps
+
+    def ask(self, first: int) -> TimedOutputsReply:
+        """The round from kept output `first` on; the region is offered room for one at least."""
+        with self.job.timed("recheck:outputs"):
+            # A file goes into the work dir itself: a root judge's child runs as another uid and writes only there.
+            reply = self.session.timed_outputs(
+                self.job.work_dir, Limits.moving(self.job.request.limits.call_s, self.most * self.output_bytes),
+                first, region_bytes=self.output_bytes + HEADER_ROOM)
+        self.record.note(self.record.child_reported(reply.integrity))
+        return reply
+
+    @property
+    def output_bytes(self) -> int:
+        return self.reference.output_bytes
+
+    def read(self, reply: TimedOutputsReply, first: int) -> Iterator[Any]:
+        """The round's outputs in order: from the region where they end there, else (end 0) from a file."""
+        if not 0 < len(reply.ends) <= reply.kept - first:
+            raise _wrong(f"the harness wrote {len(reply.ends)} timed outputs from output {first} on, of {reply.kept}")
+        start = 0
+        for index, end in enumerate(reply.ends, start=first):
+            with self.job.timed("recheck:read"):
+                loaded = self._from_region(start, end) if end else self._from_file(index)
+            yield loaded
+            start = aligned(end)
+
+    def _from_region(self, start: int, end: int) -> Any:
+        try:
+            return read_region(self.session.region, end, self.job.device, self.output_bytes, start)
+        except tensorfile.TensorFileError as exc:
+            raise _wrong(f"a timed output the harness reported is unreadable: {exc}") from None
+
+    def _from_file(self, index: int) -> Any:
+        return _load_timed(self.job.work_dir / f"timed_{index}.kgt", self.job.device, self.output_bytes)
+
+
+def _recheck(job: Job, reference: Reference, sets: list[list[Any]], placed: dict[int, tuple[list[Any], list[bool]]],
+             loaded: Any) -> None:
+    """One kept output against the reference on its rep's inputs."""
+    set_index, step, rep, outs = _timed_entry(loaded, len(sets))
+    with job.timed("recheck:reference"):
+        inputs = _rep_inputs(placed, sets, set_index, step, job.device)
+        expected = reference.expected(inputs)
+        timing.device_synchronize(job.device)  # the reference's own time, not the comparison's
+    refs = expected.refs
+    if any(o is None for o in outs) or len(outs) != len(refs) or any(
+            tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype for o, r in zip(outs, refs, strict=True)):
+        raise _wrong(f"timed rep {rep}: the output of a timed call has the wrong structure")
+    with job.timed("recheck:compare"):
+        comparison = compare_in_room(outs, expected, job.timed_policy, job.device)
+    if not comparison.passed:
+        raise _wrong(f"timed rep {rep} (input set {set_index}, scale step {step}): a timed call's output is"
+                     f" wrong although the checked calls were right: {comparison.message}")
 
 
 def _rep_inputs(placed: dict[int, tuple[list[Any], list[bool]]], sets: list[list[Any]], set_index: int, step: int,

@@ -90,7 +90,7 @@ class BwrapLauncher:
         with _data_pipes(identity_files(who, spec.work_dir)) as data_fds:
             args, env = self.command(spec, who, data_fds)
             return start(args, spec, env, self.cgroups, self.options, signal_statuses=True,
-                         pass_fds=tuple(fd for fd, _ in data_fds))
+                         pass_fds=(*(fd for fd, _ in data_fds), *spec.shared_fds))
 
     def command(self, spec: ChildSpec, who: Identity, data_fds: Sequence[tuple[int, str]] = ()
                 ) -> tuple[list[str], dict[str, str]]:

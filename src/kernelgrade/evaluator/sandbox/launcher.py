@@ -64,6 +64,8 @@ class ChildSpec:
     limits: ResourceLimits = field(default_factory=ResourceLimits)
     # The cores the child runs on (cpus.py); empty: those of the thread that starts it.
     cpus: tuple[int, ...] = ()
+    # Descriptors the child inherits at their numbers (the judge's shared region for its outputs).
+    shared_fds: tuple[int, ...] = ()
 
 
 class Launcher(Protocol):
@@ -109,4 +111,5 @@ class SubprocessLauncher:
                 env=child_environment(spec, os.environ),
                 start_new_session=True,
                 close_fds=True,
+                pass_fds=spec.shared_fds,
             )

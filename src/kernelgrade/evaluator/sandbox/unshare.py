@@ -70,7 +70,8 @@ class UnshareLauncher:
         if who.drop:
             config.update(mounts=[[str(p), kind] for p, kind in self.mounts(spec, who)], chdir=str(spec.work_dir))
         args += ["--", *helper_argv(config, spec.argv)]
-        return start(args, spec, child_environment(spec, os.environ), self.cgroups, self.options)
+        return start(args, spec, child_environment(spec, os.environ), self.cgroups, self.options,
+                     pass_fds=spec.shared_fds)
 
     def mounts(self, spec: ChildSpec, who: Identity) -> list[tuple[Path, str]]:
         """A root judge's covers and bind-backs (child_roots.covered_ops), applied by the helper as root

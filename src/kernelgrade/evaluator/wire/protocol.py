@@ -97,6 +97,7 @@ class LoadRequest(Request[Integrity]):
     device: str
     prebuilt: tuple[Prebuilt, ...]
     prebuilt_dir: Path
+    region_fd: int = -1  # the descriptor of the shared region for outputs (wire/shared_region.py); -1: none
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,8 @@ class CallRequest(Request[CallReply]):
     outputs: Path
     poison_bytes: tuple[int, ...] = ()  # sizes of freed blocks to fill with 0xFF before the call
     settle_s: float = 0.0  # the wait before the outputs are fingerprinted again (the child clamps it)
+    # The outputs go into the shared region's first region_bytes where they fit there, else to `outputs`.
+    region_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -130,8 +133,14 @@ class TimeRequest(Request[TimeReply]):
 
 @dataclass(frozen=True)
 class TimedOutputsRequest(Request[TimedOutputsReply]):
+    """Write the kept timed outputs from `first` on: one after another into the shared region's first
+    region_bytes while they fit there, else one to its file. The judge asks again for the rest once it has read
+    these; the first request (0) also settles and checks them."""
+
     OP = Op.TIMED_OUTPUTS
     outputs_dir: Path
+    first: int = 0
+    region_bytes: int = 0
 
 
 @dataclass(frozen=True)

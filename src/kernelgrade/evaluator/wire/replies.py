@@ -51,6 +51,7 @@ class CallReply:
     changed_after_return: bool
     integrity: Integrity
     input_fingerprints: tuple[int, ...] = ()
+    region_bytes: int = 0  # the bytes of outputs written into the shared region; 0: they are in the file
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,9 @@ class TimedOutputsReply:
     kept: int
     changed_after_return: tuple[int, ...]  # reps whose output changed after the rep ended
     integrity: Integrity
+    # The kept outputs this request wrote, in order from its `first`: each one's end in the shared region (it
+    # starts where the one before ended, aligned: shared_region.aligned), or 0 for one in its file.
+    ends: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

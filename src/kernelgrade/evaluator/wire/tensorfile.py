@@ -17,10 +17,10 @@ import os
 import resource
 import stat
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from io import BufferedReader
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -91,6 +91,37 @@ def save(path: Path, values: Sequence[Any], part_bytes: int | None = None) -> No
                 f.write(chunk)
 
 
+def save_to_memory(buffer: memoryview, values: Sequence[Any]) -> int | None:
+    """Write `values` into `buffer` as save() writes a file, a GPU tensor copied straight from its device (a
+    DMA copy where the buffer is registered with CUDA: shared_region.py); the bytes used, or None where they
+    would not fit (the buffer is then left as it was)."""
+    tensors: list[torch.Tensor] = []
+    header = [_describe(v, tensors, _contiguous) for v in values]
+    raw = json.dumps(header).encode()
+    total = 8 + len(raw) + sum(_nbytes(t) for t in tensors)
+    if total > len(buffer):
+        return None
+    buffer[:8] = struct.pack("<Q", len(raw))
+    buffer[8:8 + len(raw)] = raw
+    offset = 8 + len(raw)
+    for tensor in tensors:
+        if tensor.numel():
+            _bytes_at(buffer, offset, _nbytes(tensor)).copy_(_flat_bytes(tensor))
+        offset += _nbytes(tensor)
+    return total
+
+
+def load_from_memory(buffer: memoryview, device: torch.device | None = None,
+                     max_bytes: int | None = None) -> list[Any]:
+    """What save_to_memory() wrote into `buffer`, read as load() reads a file: the header is copied before it is
+    parsed, and every tensor is copied out (to `device` straight from the buffer), so a writer that changes the
+    buffer meanwhile changes only the values read."""
+    if max_bytes is not None and len(buffer) > max_bytes:
+        raise TensorFileError(f"the outputs take {len(buffer)} bytes, more than the {max_bytes} expected")
+    source = _MemorySource(buffer)
+    return _load(source, len(buffer), device, lambda remaining: _MemoryReader(source, remaining))
+
+
 def size(path: Path) -> int:
     """The bytes of the file at `path` with all its parts."""
     return sum(_part_sizes(path))
@@ -159,18 +190,28 @@ def _chunks(tensor: torch.Tensor) -> Iterator[memoryview]:
         yield staging.byte_view(address + offset, size)
 
 
-def _describe(value: Any, tensors: list[torch.Tensor]) -> dict[str, Any]:
+def _flat_bytes(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.reshape(-1).view(torch.uint8)
+
+
+def _bytes_at(buffer: memoryview, offset: int, size: int) -> torch.Tensor:
+    """`size` bytes of `buffer` from `offset`, as a tensor sharing their memory."""
+    return torch.frombuffer(buffer[offset:offset + size], dtype=torch.uint8)
+
+
+def _describe(value: Any, tensors: list[torch.Tensor],
+              prepare: Callable[[torch.Tensor], torch.Tensor] | None = None) -> dict[str, Any]:
     if isinstance(value, torch.Tensor):
         if value.dtype not in _NAMES:
             raise TensorFileError(f"unsupported dtype {value.dtype}")
-        data = _to_write(value.detach())
+        data = (prepare or _to_write)(value.detach())
         tensors.append(data)
         nbytes = data.numel() * data.element_size()
         return {"t": "tensor", "dtype": _NAMES[value.dtype], "shape": list(data.shape), "nbytes": nbytes}
     if isinstance(value, tuple):
-        return {"t": "tuple", "items": [_describe(v, tensors) for v in value]}
+        return {"t": "tuple", "items": [_describe(v, tensors, prepare) for v in value]}
     if isinstance(value, list):
-        return {"t": "list", "items": [_describe(v, tensors) for v in value]}
+        return {"t": "list", "items": [_describe(v, tensors, prepare) for v in value]}
     if value is None or isinstance(value, bool | int | float | str):
         return {"t": "json", "value": value}
     raise TensorFileError(f"cannot store a value of type {type(value).__name__}")
@@ -194,6 +235,10 @@ def _to_write(tensor: torch.Tensor) -> torch.Tensor:
     host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
     host.copy_(tensor)
     return host
+
+
+def _contiguous(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.contiguous()
 
 
 def _create_fresh(path: Path) -> int:
@@ -224,7 +269,7 @@ def load(path: Path, device: torch.device | None = None, max_bytes: int | None =
             if max_bytes is not None and f.total > max_bytes:
                 raise TensorFileError(f"{path.name} and its parts hold {f.total} bytes, more than the {max_bytes}"
                                       " expected")
-            return _load(f, f.total, device)
+            return _load(f, f.total, device, lambda remaining: _Reader(f, remaining))
     except OSError as exc:
         raise TensorFileError(f"cannot read {path.name}: {exc.strerror}") from exc
 
@@ -286,20 +331,53 @@ def _part_sizes(path: Path) -> list[int]:
     return sizes
 
 
-def _load(f: _PartReader, file_size: int, device: torch.device | None) -> list[Any]:
+class _MemorySource:
+    """A buffer read as a stream, like a file's parts."""
+
+    def __init__(self, buffer: memoryview) -> None:
+        self.buffer, self.offset = buffer, 0
+
+    def read(self, size: int) -> bytes:
+        data = bytes(self.buffer[self.offset:self.offset + size])
+        self.offset += len(data)
+        return data
+
+    def take(self, size: int) -> int:
+        """Skip `size` bytes; where they start."""
+        start, self.offset = self.offset, self.offset + size
+        return start
+
+
+class _Stream(Protocol):
+    def read(self, size: int) -> bytes: ...
+
+
+class _TensorReader(Protocol):
+    def tensor(self, shape: list[int], dtype: torch.dtype, nbytes: int,
+               device: torch.device | None) -> torch.Tensor: ...
+
+
+def _load(f: _Stream, file_size: int, device: torch.device | None,
+          reader: Callable[[int], _TensorReader]) -> list[Any]:
+    """The values of a stream of `file_size` bytes whose tensors `reader` (given the bytes left after the
+    header) reads."""
     if file_size < 8:
         raise TensorFileError("file too short")
     (size,) = struct.unpack("<Q", _read_exactly(f, 8))
     if size > MAX_HEADER_BYTES or 8 + size > file_size:
         raise TensorFileError("bad header length")
-    header = json.loads(_read_exactly(f, size))
-    if not isinstance(header, list):
-        raise TensorFileError("header is not a list")
-    reader = _Reader(f, file_size - 8 - size)
-    return [_rebuild(item, reader, device) for item in header]
+    raw = _read_exactly(f, size)
+    tensors = reader(file_size - 8 - size)
+    try:
+        header = json.loads(raw)
+        if not isinstance(header, list):
+            raise TensorFileError("header is not a list")
+        return [_rebuild(item, tensors, device) for item in header]
+    except (ValueError, RecursionError) as exc:  # not JSON, or nested past what Python's stack allows
+        raise TensorFileError(f"malformed header: {type(exc).__name__}") from None
 
 
-def _read_exactly(f: _PartReader, size: int) -> bytes:
+def _read_exactly(f: _Stream, size: int) -> bytes:
     data = f.read(size)
     if len(data) != size:
         raise TensorFileError("file too short")
@@ -329,7 +407,25 @@ class _Reader:
         return tensor if device is None else tensor.to(device)
 
 
-def _rebuild(item: Any, reader: _Reader, device: torch.device | None = None) -> Any:
+class _MemoryReader:
+    """Tensor bytes in a buffer (load_from_memory), each copied straight to its tensor's device; `remaining`
+    as _Reader's."""
+
+    def __init__(self, source: _MemorySource, remaining: int) -> None:
+        self.source, self.remaining = source, remaining
+
+    def tensor(self, shape: list[int], dtype: torch.dtype, nbytes: int, device: torch.device | None) -> torch.Tensor:
+        if nbytes > self.remaining:
+            raise TensorFileError("tensor size does not match its header")
+        self.remaining -= nbytes
+        tensor = torch.empty(shape, dtype=dtype, device=device)
+        start = self.source.take(nbytes)
+        if nbytes:
+            _flat_bytes(tensor).copy_(_bytes_at(self.source.buffer, start, nbytes))
+        return tensor
+
+
+def _rebuild(item: Any, reader: _TensorReader, device: torch.device | None = None) -> Any:
     if not isinstance(item, dict):
         raise TensorFileError("malformed header entry")
     kind = item.get("t")
@@ -343,7 +439,7 @@ def _rebuild(item: Any, reader: _Reader, device: torch.device | None = None) -> 
     raise TensorFileError(f"unknown entry kind {kind!r}")
 
 
-def _tensor(item: dict[str, Any], reader: _Reader, device: torch.device | None) -> torch.Tensor:
+def _tensor(item: dict[str, Any], reader: _TensorReader, device: torch.device | None) -> torch.Tensor:
     dtype = _DTYPES.get(str(item.get("dtype")))
     shape = item.get("shape")
     nbytes = item.get("nbytes")

@@ -1,0 +1,134 @@
+"""Shared memory of a judge and one run child, through which a checked call's outputs cross instead of a file.
+
+On an H200 host a 2 GiB CUDA output took 0.9-1.0 s to cross a tensor file (the child's write 0.45-0.55 s, the
+judge's read 0.42-0.49 s, its removal 0.06 s; on a tmpfs no faster) and 0.08 s to cross this region once both
+processes had registered it with CUDA (0.04 s each way, a DMA copy with no page faults and no file system);
+the child's registration took 0.16-0.20 s, once. A problem with large outputs crosses them on every trial.
+
+The judge makes the region before the child starts: a memfd the child inherits, sealed at once so that its size
+can never shrink and no other seal can be added. The child must be able to write it, and with a descriptor it
+could otherwise truncate the file under the judge's mapping, where the judge's next read would be a SIGBUS that
+kills the judge. The judge alone grows it (reserve), before the request that may use it; the child maps what
+the request names. One region per child, never handed to another: a region one child has mapped stays open to
+it, and a region two shared would show one child's outputs to the other.
+
+What the child writes there is read like a tensor file it wrote (tensorfile.load_from_memory): the header is
+copied before it is parsed and bounds every read, so a child that rewrites the region while the judge reads it
+can only spoil its own outputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import mmap
+import os
+
+import torch
+
+from kernelgrade.evaluator.wire import staging
+
+# A region grows to a whole number of these steps: MiB up to 64 MiB, 64 MiB beyond. Each new size is mapped and
+# registered with CUDA again by both processes (0.04-0.1 s per GiB on an H200), and a problem's outputs vary
+# little from one trial to the next; a small problem's region stays small, its registration quick.
+_SMALL_STEP_BYTES = 1024 * 1024
+_STEP_BYTES = 64 * 1024 * 1024
+# Values placed one after another in a region start at multiples of this: a page, where copies run at full speed.
+ALIGN = 4096
+# cudaHostRegisterPortable: pinned for every CUDA context of the process, not only the current device's.
+_PORTABLE = 1
+
+
+class SharedRegion:
+    """One process's mapping of a region: the judge's (`create`) or the child's (`attach`)."""
+
+    def __init__(self, fd: int, pin: bool, owner: bool) -> None:
+        self.fd = fd
+        self.pin = pin  # register mappings with CUDA (a process that copies to or from a GPU)
+        # The judge maps only what it reserved: the child may grow the file, and a judge that mapped (and
+        # registered, which allocates) whatever size it found could be made to take any amount of memory.
+        self.owner = owner
+        self.reserved = 0
+        self._memory: mmap.mmap | None = None
+        self._address = 0
+
+    @classmethod
+    def create(cls, pin: bool) -> SharedRegion:
+        """The judge's new, empty region. Its descriptor closes on exec: a launcher passes it to the one child
+        it is made for (ChildSpec.shared_fds)."""
+        fd = os.memfd_create("kernelgrade-outputs", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+        return cls(fd, pin, owner=True)
+
+    @classmethod
+    def attach(cls, fd: int, pin: bool) -> SharedRegion | None:
+        """The child's mapping of the region its judge made; None where `fd` is not one (a launcher that did not
+        pass it on): the outputs then cross as files."""
+        try:
+            seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+        except OSError:
+            return None
+        return cls(fd, pin, owner=False) if seals & fcntl.F_SEAL_SHRINK else None
+
+    def reserve(self, nbytes: int) -> memoryview:
+        """The judge's view of the region's first `nbytes`, grown to hold them first."""
+        self.reserved = max(self.reserved, _rounded(nbytes))
+        if os.fstat(self.fd).st_size < self.reserved:
+            os.ftruncate(self.fd, self.reserved)
+        view = self.view(nbytes)
+        assert view is not None, "the region was just grown"
+        return view
+
+    def view(self, nbytes: int) -> memoryview | None:
+        """The region's first `nbytes`, mapped here if they were not; None where the region is smaller (for the
+        judge: than it reserved)."""
+        if nbytes == 0:
+            return memoryview(bytearray())
+        if self._memory is None or len(self._memory) < nbytes:
+            size = self.reserved if self.owner else os.fstat(self.fd).st_size
+            if size < nbytes:
+                return None
+            self._map(size)
+        return staging.byte_view(self._address, nbytes)
+
+    def close(self) -> None:
+        self._unmap()
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+    def _map(self, size: int) -> None:
+        self._unmap()
+        memory = mmap.mmap(self.fd, size)
+        self._memory, self._address = memory, _address(memory)
+        if self.pin and int(torch.cuda.cudart().cudaHostRegister(  # type: ignore[no-untyped-call]
+                self._address, size, _PORTABLE)) != 0:
+            self.pin = False  # registration refused (a limit on locked memory): copies still work, slower
+
+    def _unmap(self) -> None:
+        if self._memory is None:
+            return
+        if self.pin:
+            torch.cuda.cudart().cudaHostUnregister(self._address)  # type: ignore[no-untyped-call]
+        self._memory.close()
+        self._memory, self._address = None, 0
+
+
+def _address(memory: mmap.mmap) -> int:
+    """The mapping's address. The ctypes object that reads it is dropped at once: while it lived, the mapping
+    would refuse to close."""
+    first = ctypes.c_char.from_buffer(memory)
+    try:
+        return ctypes.addressof(first)
+    finally:
+        del first
+
+
+def aligned(offset: int) -> int:
+    """Where the next value placed after `offset` starts."""
+    return -(-offset // ALIGN) * ALIGN
+
+
+def _rounded(nbytes: int) -> int:
+    step = _SMALL_STEP_BYTES if nbytes <= _STEP_BYTES else _STEP_BYTES
+    return -(-nbytes // step) * step
