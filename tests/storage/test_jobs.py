@@ -25,9 +25,10 @@ from tests.storage.builders import CPU_ROUTES, add_problem, add_submission, outc
 LEASE_S = 30.0
 
 
-def _claim(database: Database, owner: str, now=None, routes=CPU_ROUTES, max_attempts: int = 3):  # type: ignore[no-untyped-def]
+def _claim(database: Database, owner: str, now=None, routes=CPU_ROUTES, max_attempts: int = 3,  # type: ignore[no-untyped-def]
+           preferred: frozenset[int] = frozenset()):
     with database.session() as session:
-        return claim_next(session, Lease(owner, LEASE_S), routes, max_attempts, now=now)
+        return claim_next(session, Lease(owner, LEASE_S), routes, max_attempts, now=now, preferred=preferred)
 
 
 def _evaluation(database: Database, submission_id: int):  # type: ignore[no-untyped-def]
@@ -49,6 +50,15 @@ def test_claims_take_the_oldest_job_once(database: Database) -> None:
     evaluation = _evaluation(database, first.submission.id)
     assert evaluation.status is JobStatus.COMPILING and evaluation.device_class == "cpu-x86_64"
     assert evaluation.started_at is not None
+
+
+def test_jobs_whose_builds_ended_are_claimed_first_and_then_the_oldest(database: Database) -> None:
+    problem = add_problem(database)
+    ids = [view.evaluation.id for view in (add_submission(database, problem, f"{c}\n") for c in "abcd")
+           if view.evaluation is not None]
+    built = frozenset({ids[3], ids[1]})
+    claimed = [_claim(database, f"w{i}", preferred=built) for i in range(4)]
+    assert [job.evaluation_id for job in claimed if job is not None] == [ids[1], ids[3], ids[0], ids[2]]
 
 
 def test_jobs_are_routed_by_device(database: Database) -> None:

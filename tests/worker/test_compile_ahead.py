@@ -12,10 +12,12 @@ import pytest
 
 from kernelgrade.evaluator import ChildSpec, Launcher
 from kernelgrade.storage.database import Database
+from kernelgrade.storage.jobs import Lease, claim_next
 from kernelgrade.storage.problems import latest_problem
 from kernelgrade.worker.build_slots import BuildSlots
 from kernelgrade.worker.compile_ahead import CompileAhead
 from kernelgrade.worker.sandboxing import settings_launcher
+from tests.evaluator.test_integrity_engine import TORCH_SUBMISSION
 from tests.service.conftest import add_builtin, base_settings
 from tests.service.servers import wait_until
 from tests.service.sources import variant
@@ -70,6 +72,24 @@ def test_threads_take_distinct_jobs_until_none_is_left(database: Database, datab
         taken = [job.evaluation_id for job in pool.map(lambda _: ahead.take_next(), range(6)) if job is not None]
     assert sorted(taken) == sorted(ids)
     assert ahead.take_next() is None  # all six taken, none given twice
+
+
+def test_jobs_whose_builds_ended_are_offered_first_until_they_are_claimed(database: Database, database_url: str,
+                                                                        tmp_path: Path) -> None:
+    """Submissions without a build of their own end at once; the judges claim them first (storage/jobs.py)."""
+    ids = _queue(database, [TORCH_SUBMISSION + f"\n# variant {i}\n" for i in range(2)])
+    ahead = _compile_ahead(database, tmp_path, database_url, workers=1)
+    ahead.start()
+    try:
+        wait_until(lambda: ahead.built.ids() == set(ids), BUILDS_S, "both jobs through compile-ahead")
+    finally:
+        ahead.stopping.set()
+        ahead.wake.set()
+        ahead.threads[0].join(BUILDS_S)
+    with database.session() as session:
+        claimed = claim_next(session, Lease("judge", 30.0), {"cpu": "cpu-test"}, 3, preferred=ahead.built.ids())
+    assert claimed is not None and claimed.evaluation_id == ids[0]
+    assert ahead.take_next() is None and ahead.built.ids() == {ids[1]}  # the claimed one is forgotten
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ max_attempts ends with verdict `error` and the reason instead of being claimed a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -58,16 +58,19 @@ def _claimable(serves: Sequence[str], max_attempts: int, now: datetime, only: in
 
 
 def claim_next(session: Session, lease: Lease, routes: Mapping[str, str], max_attempts: int,
-               now: datetime | None = None, *, only: int | None = None) -> ClaimedJob | None:
+               now: datetime | None = None, *, only: int | None = None,
+               preferred: Collection[int] = ()) -> ClaimedJob | None:
     """Take the oldest claimable job whose routing key is in `routes`, or None. `routes` maps each routing
     key the worker serves to the device class it grades such jobs on (recorded on the evaluation).
-    `only`: claim that evaluation or nothing (a task carrying its id, delivered by a broker)."""
+    `only`: claim that evaluation or nothing (a task carrying its id, delivered by a broker). `preferred`: take
+    the oldest of these first, if any is claimable (the jobs whose builds compile-ahead has finished)."""
     now = now or utcnow()
     serves = list(routes)
     device_class = case(*((EvaluationRow.requested_device == key, cls) for key, cls in routes.items()))
     fail_exhausted(session, serves, max_attempts, now)
+    first = (case((EvaluationRow.id.in_(list(preferred)), 0), else_=1),) if preferred else ()
     candidate = (select(EvaluationRow.id).where(_claimable(serves, max_attempts, now, only))
-                 .order_by(EvaluationRow.id).limit(1).with_for_update(skip_locked=True).scalar_subquery())
+                 .order_by(*first, EvaluationRow.id).limit(1).with_for_update(skip_locked=True).scalar_subquery())
     claimed = session.execute(
         update(EvaluationRow)
         .where(EvaluationRow.id == candidate, EvaluationRow.status.in_(UNFINISHED), _free(now))

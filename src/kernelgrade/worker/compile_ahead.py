@@ -6,6 +6,10 @@ has taken yet, and run evaluator.precompile() on it: two threads never build the
 the same source wait on the cache entry's lock, the second then hitting the cache. How many threads, and the
 MAX_JOBS of each build, come from build_slots.py. They hold back while a judge is timing a CPU problem (on a
 GPU host the first GPU judge grades those too), since a compile would take the cores the measurement runs on.
+
+A job whose build has ended (built, found cached, or failed to build) goes into BuiltAhead, which the judges
+claim from first: on a stream of new problems with CUDA builds in it, a judge that took jobs strictly in order
+waited for a minute-long build while jobs behind it were ready.
 """
 
 from __future__ import annotations
@@ -32,12 +36,34 @@ LOOKAHEAD = 8
 QUIET_WAIT_S = 0.2
 
 
+class BuiltAhead:
+    """The queued jobs whose builds compile-ahead has ended, shared with the judges of its process."""
+
+    def __init__(self) -> None:
+        self._ids: set[int] = set()
+        self._lock = threading.Lock()
+
+    def add(self, evaluation_id: int) -> None:
+        with self._lock:
+            self._ids.add(evaluation_id)
+
+    def keep_only(self, queued: Sequence[int]) -> None:
+        """Forget the jobs no longer queued (claimed or finished)."""
+        with self._lock:
+            self._ids &= set(queued)
+
+    def ids(self) -> frozenset[int]:
+        with self._lock:
+            return frozenset(self._ids)
+
+
 class CompileAhead:
     def __init__(self, settings: Settings, database: Database, launcher: Launcher, serves: Sequence[str],
                  must_stay_quiet: Callable[[], bool], wake: threading.Event, stopping: threading.Event,
-                 slots: BuildSlots | None = None, cpus: tuple[int, ...] = ()) -> None:
+                 slots: BuildSlots | None = None, cpus: tuple[int, ...] = (), built: BuiltAhead | None = None) -> None:
         self.slots = slots or BuildSlots(1, settings.compile_jobs, "one")
         self.cpus = cpus
+        self.built = built or BuiltAhead()
         self.settings, self.database, self.launcher = settings, database, launcher
         self.serves = tuple(serves)
         self.must_stay_quiet, self.wake, self.stopping = must_stay_quiet, wake, stopping
@@ -89,6 +115,7 @@ class CompileAhead:
             with self.lock, self.database.session() as session:
                 ids = queued_jobs(session, self.serves, self.lookahead)
                 self.taken &= set(ids)  # forget jobs that were claimed or finished
+                self.built.keep_only(ids)
                 todo = next((i for i in ids if i not in self.taken and i not in self.building), None)
                 if todo is None:
                     return None
@@ -110,6 +137,7 @@ class CompileAhead:
         except Exception:  # the judge will compile (and report) it itself
             log.warning("compile-ahead of evaluation %d failed", job.evaluation_id, exc_info=True)
             return
+        self.built.add(job.evaluation_id)
         log.info("compile-ahead: evaluation %d %s", job.evaluation_id,
                  "was cached" if outcome.cache_hit else "built" if outcome.failure is None else "failed to build")
 

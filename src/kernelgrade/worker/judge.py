@@ -41,6 +41,7 @@ from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.jobs import Lease, claim_next, finish_job, requeue_job
 from kernelgrade.storage.records import ClaimedJob, JobOutcome, ProblemRecord
+from kernelgrade.worker.compile_ahead import BuiltAhead
 from kernelgrade.worker.compiled_baselines import DueBaseline, next_due, store
 from kernelgrade.worker.grading_request import RequestBuilder, problem_spec
 from kernelgrade.worker.job_outcome import (
@@ -91,8 +92,11 @@ class JudgeState:
 
 class Judge:
     def __init__(self, slot: JudgeSlot, owner: str, settings: Settings, database: Database, launcher: Launcher,
-                 wake: threading.Event, stopping: threading.Event, cores: JudgeCores | None = None) -> None:
+                 wake: threading.Event, stopping: threading.Event, cores: JudgeCores | None = None,
+                 built: BuiltAhead | None = None) -> None:
+        """`built`: the jobs whose builds compile-ahead has ended, claimed first."""
         self.slot, self.owner, self.settings, self.database = slot, owner, settings, database
+        self.built = built
         self.launcher, self.wake, self.stopping = launcher, wake, stopping
         self.cores = cores or JudgeCores()
         self.builder = RequestBuilder(settings, self.cores.builds)
@@ -134,7 +138,9 @@ class Judge:
     def _claim(self, only: int | None = None) -> ClaimedJob | None:
         lease = Lease(self.owner, self.settings.lease_seconds)
         with self.database.session() as session:
-            return claim_next(session, lease, dict(self.slot.routes), self.settings.max_attempts, only=only)
+            preferred = self.built.ids() if self.built is not None and only is None else frozenset()
+            return claim_next(session, lease, dict(self.slot.routes), self.settings.max_attempts, only=only,
+                              preferred=preferred)
 
     def grade_delivered(self, evaluation_id: int) -> GradeOutcome:
         """Claim and grade the one job a broker delivered. A job that is done, leased by a live worker, or

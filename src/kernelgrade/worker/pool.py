@@ -28,7 +28,7 @@ from kernelgrade.storage.jobs import expire_leases, requeue_job
 from kernelgrade.storage.records import WorkerInfo
 from kernelgrade.storage.workers import NewWorker, heartbeat, register_worker, remove_workers, workers_on_host
 from kernelgrade.worker.build_slots import BuildSlots, plan_build_slots, read_host
-from kernelgrade.worker.compile_ahead import CompileAhead
+from kernelgrade.worker.compile_ahead import BuiltAhead, CompileAhead
 from kernelgrade.worker.cores import CorePlan, available_cpus, plan_cores
 from kernelgrade.worker.judge import Judge, JudgeCores
 from kernelgrade.worker.judges import JudgeSlot, discover_judges
@@ -64,13 +64,14 @@ class WorkerPool:
         stopping = threading.Event()
         prefix = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         cores = core_plan(settings, slots)
+        built = BuiltAhead()
         judges = [Judge(slot, f"{prefix}:{slot.name}", settings, database, launcher, threading.Event(), stopping,
-                        judge_cores(cores, slots, slot)) for slot in slots]
+                        judge_cores(cores, slots, slot), built) for slot in slots]
         serves = sorted({key for slot in slots for key in slot.serves})
         build_slots = compile_slots(settings, slots, cores)
         compiler = CompileAhead(settings, database, launcher, serves,
                                 lambda: any(j.state.timing_on_cpu for j in judges), threading.Event(), stopping,
-                                build_slots, cores.builds)
+                                build_slots, cores.builds, built)
         pool = cls(settings, database, judges, compiler, stopping)
         pool._register(slots, launcher.level)
         prepare_headers(settings, slots)
