@@ -304,7 +304,7 @@ class Harness:
     def _save_outputs(self, request: CallRequest, values: list[Any]) -> int:
         """Write the outputs into the judge's region where they fit in what the request offers there (the bytes
         written), else to the request's file (0)."""
-        view = self.region.view(request.region_bytes) if self.region and request.region_bytes else None
+        view = self._region_view(request.region_bytes)
         written = tensorfile.save_to_memory(view, values) if view is not None else None
         if written is None:
             tensorfile.save(request.outputs, values)
@@ -408,10 +408,14 @@ class Harness:
         return TimedOutputsReply(kept=len(kept), changed_after_return=tuple(changed), integrity=self._integrity(),
                                  ends=ends)
 
+    def _region_view(self, offered: int) -> memoryview | None:
+        """The part of the judge's region a request offers, mapped; None where it offers none or there is none."""
+        return self.region.view(offered) if self.region and offered else None
+
     def _save_timed(self, request: TimedOutputsRequest, entries: list[list[Any]]) -> tuple[int, ...]:
         """The entries into the region one after another while they fit (their ends), else the first into its
         file (0) and no more: the judge reads these and asks for the rest."""
-        view = self.region.view(request.region_bytes) if self.region and request.region_bytes else None
+        view = self._region_view(request.region_bytes)
         ends: list[int] = []
         for i, entry in enumerate(entries, start=request.first):
             start = aligned(ends[-1]) if ends else 0

@@ -42,8 +42,7 @@ def read_outputs(path: Path, device: torch.device, outputs_bytes: int) -> list[A
     """A file of a run child's outputs (a checked call's, or a timed rep's for the re-check), read where
     _outputs_device puts them. A file larger than `outputs_bytes` and the largest header is not what the harness
     writes: tensorfile.TensorFileError, before anything is read."""
-    limit = outputs_bytes + 8 + tensorfile.MAX_HEADER_BYTES
-    return tensorfile.load(path, _outputs_device(device, outputs_bytes), max_bytes=limit)
+    return tensorfile.load(path, _outputs_device(device, outputs_bytes), max_bytes=_most_bytes(outputs_bytes))
 
 
 def read_region(region: SharedRegion, end: int, device: torch.device, outputs_bytes: int, start: int = 0
@@ -53,8 +52,13 @@ def read_region(region: SharedRegion, end: int, device: torch.device, outputs_by
     view = region.view(end) if 0 <= start <= end else None
     if view is None:
         raise tensorfile.TensorFileError(f"the child reports bytes {start} to {end} of a region of {region.reserved}")
-    limit = outputs_bytes + 8 + tensorfile.MAX_HEADER_BYTES
-    return tensorfile.load_from_memory(view[start:], _outputs_device(device, outputs_bytes), max_bytes=limit)
+    return tensorfile.load_from_memory(view[start:], _outputs_device(device, outputs_bytes),
+                                       max_bytes=_most_bytes(outputs_bytes))
+
+
+def _most_bytes(outputs_bytes: int) -> int:
+    """The most the harness writes for outputs of `outputs_bytes`: those, the length word and the largest header."""
+    return outputs_bytes + 8 + tensorfile.MAX_HEADER_BYTES
 
 
 def _outputs_device(device: torch.device, outputs_bytes: int) -> torch.device:

@@ -143,15 +143,16 @@ def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahea
     outputs_path = job.work_dir / "trial_outputs.kgt"
     with job.timed("correctness:call"):
         sizes = [r.numel() * r.element_size() for r in data.expected.refs]
-        moved = sum(sizes) + tensorfile.size(inputs_path)
+        outputs_bytes = sum(sizes)
+        moved = outputs_bytes + tensorfile.size(inputs_path)
         leave_room(job.device)
         reply = session.call(inputs_path, outputs_path, sizes, Limits.moving(job.request.limits.call_s, moved),
-                             settle_s(ahead.reference.forward_s), region_bytes=sum(sizes) + HEADER_ROOM)
+                             settle_s(ahead.reference.forward_s), region_bytes=outputs_bytes + HEADER_ROOM)
     inputs_path.unlink(missing_ok=True)
     with job.timed("correctness:judge"):
         try:
             _judge_call(job, record, trial, reply, _mutated(data, reply), data.expected,
-                        lambda: _read_outputs(session, reply, outputs_path, job.device, sum(sizes)))
+                        lambda: _read_outputs(session, reply, outputs_path, job.device, outputs_bytes))
         finally:
             tensorfile.remove(outputs_path)
     return reply.integrity

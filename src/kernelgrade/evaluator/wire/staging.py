@@ -25,7 +25,8 @@ def byte_view(address: int, size: int) -> memoryview:
     return memoryview((ctypes.c_char * size).from_address(address)).cast("B")
 
 
-def _flat_bytes(tensor: torch.Tensor) -> torch.Tensor:
+def flat_bytes(tensor: torch.Tensor) -> torch.Tensor:
+    """A contiguous tensor's bytes as a flat uint8 view of the same memory."""
     return tensor.reshape(-1).view(torch.uint8)
 
 
@@ -40,7 +41,7 @@ def _buffers(total: int) -> list[torch.Tensor]:
 def device_chunks(tensor: torch.Tensor) -> Iterator[memoryview]:
     """A contiguous GPU tensor's bytes, in order; each view is valid until the next is asked for. The copy of
     the next piece runs while the caller writes this one."""
-    flat, spans = _flat_bytes(tensor), _spans(tensor.numel() * tensor.element_size())
+    flat, spans = flat_bytes(tensor), _spans(tensor.numel() * tensor.element_size())
     if not spans:
         return
     stream = torch.cuda.current_stream(tensor.device)
@@ -64,7 +65,7 @@ def read_to_device(shape: list[int], dtype: torch.dtype, device: torch.device,
     """A tensor of `shape` and `dtype` on `device`, its bytes read with `readinto` (which fills what it can of a
     view and says how much); None where the file ended first."""
     tensor = torch.empty(shape, dtype=dtype, device=device)
-    flat, spans = _flat_bytes(tensor), _spans(tensor.numel() * tensor.element_size())
+    flat, spans = flat_bytes(tensor), _spans(tensor.numel() * tensor.element_size())
     if not spans:
         return tensor
     stream = torch.cuda.current_stream(device)

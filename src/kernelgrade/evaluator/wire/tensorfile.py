@@ -106,7 +106,7 @@ def save_to_memory(buffer: memoryview, values: Sequence[Any]) -> int | None:
     offset = 8 + len(raw)
     for tensor in tensors:
         if tensor.numel():
-            _bytes_at(buffer, offset, _nbytes(tensor)).copy_(_flat_bytes(tensor))
+            _bytes_at(buffer, offset, _nbytes(tensor)).copy_(staging.flat_bytes(tensor))
         offset += _nbytes(tensor)
     return total
 
@@ -188,10 +188,6 @@ def _chunks(tensor: torch.Tensor) -> Iterator[memoryview]:
     for offset in range(0, total, _CHUNK_BYTES):
         size = min(_CHUNK_BYTES, total - offset)
         yield staging.byte_view(address + offset, size)
-
-
-def _flat_bytes(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor.reshape(-1).view(torch.uint8)
 
 
 def _bytes_at(buffer: memoryview, offset: int, size: int) -> torch.Tensor:
@@ -421,7 +417,7 @@ class _MemoryReader:
         tensor = torch.empty(shape, dtype=dtype, device=device)
         start = self.source.take(nbytes)
         if nbytes:
-            _flat_bytes(tensor).copy_(_bytes_at(self.source.buffer, start, nbytes))
+            staging.flat_bytes(tensor).copy_(_bytes_at(self.source.buffer, start, nbytes))
         return tensor
 
 
