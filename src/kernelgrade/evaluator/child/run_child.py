@@ -8,7 +8,6 @@ Run as `python -m kernelgrade.evaluator.child.run_child`; requests arrive as JSO
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import time
 import traceback
@@ -34,6 +33,7 @@ from kernelgrade.evaluator.integrity import precision_flags
 from kernelgrade.evaluator.integrity.guard import Guard
 from kernelgrade.evaluator.integrity.l2 import PersistingL2
 from kernelgrade.evaluator.integrity.tensor_checks import active_modes, fingerprints, inert, why_not_plain
+from kernelgrade.evaluator.integrity.threads import os_threads, thread_ids, wait_quiet
 from kernelgrade.evaluator.source_module import import_submission
 from kernelgrade.evaluator.wire import protocol, tensorfile
 from kernelgrade.evaluator.wire.hold_page import PAGE_NAME, HoldPage
@@ -71,7 +71,6 @@ _perf_counter = time.perf_counter
 _sleep = time.sleep
 _setprofile = sys.setprofile
 _getprofile = sys.getprofile
-_listdir = os.listdir
 # After these the judge uses the device (compares outputs, times the reference) while this child waits: the
 # cache the call or the timed reps left is handed back so that the judge has room (device_cache.py). Not after
 # WARMUP: the timed reps that follow would pay for getting it again.
@@ -82,6 +81,10 @@ HANDS_BACK_CACHE = frozenset({Op.CALL, Op.TIME, Op.TIMED_OUTPUTS})
 # microseconds; 1 s keeps a slow reference from stretching every checked call.
 MIN_SETTLE_S = 0.002
 MAX_SETTLE_S = 1.0
+# After the settle, the wait for threads that appeared since load to go quiet (integrity/threads.py). A runnable
+# thread gets a CPU within a few scheduler periods (tens of ms) even on a loaded host; 1 s leaves room for far
+# worse, and a thread that never rests costs each checked call no more than that.
+QUIET_BUDGET_S = 1.0
 
 
 class SubmissionFailed(Exception):
@@ -96,14 +99,6 @@ def output_meta(value: Any) -> OutputMeta:
                       dtype=tensorfile.dtype_name(value.dtype) if plain else "",
                       shape=tuple(int(d) for d in value.shape) if plain else (),
                       why_not_plain=problem if isinstance(value, _Tensor) else "")
-
-
-def os_threads() -> int:
-    """Every thread of this process, C++ ones included (threading.active_count sees only Python's)."""
-    try:
-        return len(_listdir("/proc/self/task"))
-    except OSError:
-        return 0
 
 
 class ExtensionWatch:
@@ -183,7 +178,7 @@ class Harness:
         self.device = torch.device("cpu")
         self.warmed = False
         self.flags_before: dict[str, str] = {}
-        self.threads_before = 0
+        self.threads_at_load: frozenset[str] = frozenset()
         self.guard: Guard | None = None
         self.l2: PersistingL2 | None = None
         # The persisting-L2 set-aside the harness expects: the driver's default until the harness resets it
@@ -269,7 +264,7 @@ class Harness:
             self.model = self._run_submission(model.to, self.device)
         self.extensions.loaded()
         self._synchronize()
-        self.threads_before = os_threads()
+        self.threads_at_load = thread_ids()
         return self._integrity()
 
     def _inputs(self, path: Path) -> list[Any]:
@@ -311,9 +306,11 @@ class Harness:
         return written or 0
 
     def _settle(self, seconds: float) -> None:
-        """Device-wide synchronize, wait, synchronize again: a thread that writes late has had its chance."""
+        """Device-wide synchronize, wait, let the threads that appeared since load go quiet, synchronize again:
+        a thread that writes late has had its chance."""
         self._synchronize()
         _sleep(min(max(seconds, MIN_SETTLE_S), MAX_SETTLE_S))
+        wait_quiet(self.threads_at_load, QUIET_BUDGET_S)
         self._synchronize()
 
     def _synchronize(self) -> None:
@@ -437,8 +434,9 @@ class Harness:
         flags = precision_flags.snapshot()
         changed = sorted(k for k in flags if flags[k] != self.flags_before.get(k))
         replaced = (self.guard.rebound() if self.guard else []) + self.tampered_state
+        extra_threads = max(0, os_threads() - len(self.threads_at_load))
         return Integrity(replaced_functions=tuple(replaced), precision_flags_changed=tuple(changed),
-                         extra_threads=max(0, os_threads() - self.threads_before), torch_modes=tuple(active_modes()),
+                         extra_threads=extra_threads, torch_modes=tuple(active_modes()),
                          l2_limit_bytes=self._l2_changed(), extensions=self.extensions.report(),
                          peak_device_bytes=_peak_bytes(self.device))
 
