@@ -31,10 +31,12 @@ def test_two_judges_get_disjoint_cores_and_builds_the_rest() -> None:
     assert plan.measure == ((28, 29), (30, 31))
     assert plan.builds == tuple(range(28))
     assert plan.for_judge(1) == (30, 31) and plan.for_judge(2) == ()
+    assert plan.judge_cpus() == 2
 
 
 def test_no_placement_without_gpu_judges_when_off_or_on_a_small_host() -> None:
     assert plan_cores(-1, 0, range(16), SMT16).measure == ()
+    assert plan_cores(-1, 0, range(16), SMT16).judge_cpus() == 0
     off = plan_cores(0, 1, range(16), SMT16)
     assert (off.measure, off.builds) == ((), ()) and "KERNELGRADE_MEASURE_CORES=0" in off.why
     small = plan_cores(-1, 1, range(3), {})

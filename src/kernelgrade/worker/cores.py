@@ -32,6 +32,10 @@ class CorePlan:
     def for_judge(self, position: int) -> tuple[int, ...]:
         return self.measure[position] if position < len(self.measure) else ()
 
+    def judge_cpus(self) -> int:
+        """The fewest CPUs a judge runs on; 0 where judges are not placed."""
+        return min(map(len, self.measure), default=0)
+
 
 def plan_cores(per_judge: int, gpu_judges: int, available: Sequence[int],
                siblings: dict[int, tuple[int, ...]] | None = None) -> CorePlan:

@@ -20,6 +20,7 @@ import psutil
 
 from kernelgrade import __version__
 from kernelgrade.config import Settings
+from kernelgrade.evaluator.cpu_threads import fit_to
 from kernelgrade.evaluator.host import header_pch
 from kernelgrade.evaluator.host.host_lock import HostLock
 from kernelgrade.sandbox_policy import unsandboxed
@@ -64,6 +65,8 @@ class WorkerPool:
         stopping = threading.Event()
         prefix = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         cores = core_plan(settings, slots)
+        if not any(slot.kind == "cpu" for slot in slots):
+            fit_to(cores.judge_cpus())  # torch's pool in this process serves judges on their own cores alone
         built = BuiltAhead()
         judges = [Judge(slot, f"{prefix}:{slot.name}", settings, database, launcher, threading.Event(), stopping,
                         judge_cores(cores, slots, slot), built) for slot in slots]

@@ -27,6 +27,7 @@ from torch.utils import cpp_extension
 from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.child.channel import ChildChannel
 from kernelgrade.evaluator.compare import OutputMeta, flatten_outputs
+from kernelgrade.evaluator.cpu_threads import fit_to_affinity
 from kernelgrade.evaluator.device_cache import leave_room
 from kernelgrade.evaluator.device_draws import weights_device, weights_drawn
 from kernelgrade.evaluator.integrity import precision_flags
@@ -248,6 +249,8 @@ class Harness:
         self.flags_before = precision_flags.snapshot()
         self.l2 = PersistingL2() if self.device.type == "cuda" else None
         self.l2_expected = self.l2.limit() if self.l2 else 0
+        # The judge has placed this child on its job's cores by now, after it warmed up elsewhere.
+        fit_to_affinity()
         self.extensions.install(request.prebuilt, request.prebuilt_dir)
         if request.region_fd >= 0:
             self.region = SharedRegion.attach(request.region_fd, pin=self.device.type == "cuda")
