@@ -109,6 +109,7 @@ class Layers(torch.nn.Module):
         self.direct = torch.nn.Parameter(torch.empty(70).uniform_(-1, 1))
         self.factory = torch.nn.Parameter(torch.randn(5))
         self.own = torch.nn.Parameter(torch.empty(80).normal_(generator=torch.Generator().manual_seed(9)))
+        self.large_factory = torch.nn.Parameter(torch.randn(7, 10))  # 70 elements: drawn on the device
 
 
 def as_the_run_child_constructs(make: Callable[[], M], seed: int, device: torch.device = CPU) -> M:
@@ -149,6 +150,17 @@ def test_a_large_weight_is_drawn_whole_into_its_tensor_however_the_call_names_it
     # A generator seeded alike, drawing the whole tensor at once: what the CPU standing in for the device gives.
     expected = torch.empty(650).uniform_(2.0, 3.0, generator=torch.Generator().manual_seed(6))
     assert all(torch.equal(weight, expected) for weight in drawn)
+
+
+def test_a_large_factory_draw_is_drawn_whole_like_an_in_place_one_and_leaves_the_global_generator() -> None:
+    before = torch.get_rng_state()
+    with device_draws.weights_drawn(CPU, 6):
+        drawn = torch.randn(7, 10, requires_grad=True)
+        integers = torch.randint(3, 9, (70,))
+    assert torch.equal(before, torch.get_rng_state())
+    generator = torch.Generator().manual_seed(6)
+    assert torch.equal(drawn, torch.empty(7, 10).normal_(generator=generator)) and drawn.requires_grad
+    assert torch.equal(integers, torch.randint(3, 9, (70,), generator=generator))
 
 
 def test_a_weight_it_does_not_draw_is_drawn_as_torch_draws_it() -> None:

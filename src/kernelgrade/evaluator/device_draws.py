@@ -13,7 +13,9 @@ tensor get_inputs() gets: its code sees what it always saw.
 Weights: while a model is constructed under `weights_drawn()`, a call of torch.nn.init's (where a layer's own init
 ends) or a tensor's own `uniform_` or `normal_` that draws a contiguous CPU tensor of at least DEVICE_DRAW_MIN
 elements from the global generator is made on the device with a generator of its own, seeded alike, and the values
-are copied into that tensor; the constructor still sees CPU tensors. The judge's Model and the child's ModelNew
+are copied into that tensor; so is a `torch.rand`, `torch.randn` or `torch.randint` of a CPU tensor that large
+(`nn.Parameter(torch.randn(8192, 8192))` took 0.6 s on the CPU's generator). The constructor still sees CPU
+tensors. The judge's Model and the child's ModelNew
 are constructed that way under the same seed, so layers built alike still start with equal weights.
 
 The values are fixed by the seed, the device class, the order of the draws and, for inputs, the chunk size, as
@@ -26,8 +28,10 @@ import contextlib
 import ctypes
 import functools
 import inspect
+import math
 import mmap
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 import torch
@@ -45,30 +49,67 @@ _FACTORIES: frozenset[Callable[..., Any]] = frozenset({torch.rand, torch.randn, 
 _KNOWN_KWARGS = frozenset({"size", "dtype", "device", "requires_grad", "pin_memory", "layout", "generator"})
 
 
-def drawn(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], device: torch.device,
-          generator: torch.Generator) -> torch.Tensor | None:
-    """The CPU tensor `func(*args, **kwargs)` asks for, drawn on `device` with `generator`; None where the call
-    is not one this handles (another function, an unknown argument, a small or non-strided tensor)."""
+@dataclass(frozen=True)
+class _Factory:
+    """A factory call of a form this module draws on a device: `func(*leading, shape, dtype=dtype)`."""
+
+    func: Callable[..., Any]
+    leading: tuple[int, ...]
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    pinned: bool
+    requires_grad: bool
+
+    def empty(self) -> torch.Tensor:
+        """The CPU tensor the call returns, not yet drawn."""
+        return torch.empty(self.shape, dtype=self.dtype, pin_memory=self.pinned)
+
+    def draw(self, shape: tuple[int, ...], device: torch.device, generator: torch.Generator) -> torch.Tensor:
+        made: torch.Tensor = self.func(*self.leading, shape, dtype=self.dtype, device=device, generator=generator)
+        return made
+
+
+def _factory(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Factory | None:
+    """The call as a _Factory; None where it is not one this handles (another function, an unknown argument, a
+    small or non-strided tensor)."""
     if func not in _FACTORIES or not set(kwargs) <= _KNOWN_KWARGS:
         return None
     if kwargs.get("layout") not in (None, torch.strided):
         return None
     parsed = _size(func, args, kwargs)
-    if parsed is None:
+    if parsed is None or math.prod(parsed[1]) < DEVICE_DRAW_MIN:
         return None
-    leading, size = parsed
     dtype = kwargs.get("dtype") or (torch.int64 if func is torch.randint else torch.get_default_dtype())
-    pinned = bool(kwargs.get("pin_memory", False))
-    out = torch.empty(size, dtype=dtype, pin_memory=pinned)
-    if out.numel() < DEVICE_DRAW_MIN:
+    return _Factory(func, *parsed, dtype, bool(kwargs.get("pin_memory", False)),
+                    bool(kwargs.get("requires_grad", False)))
+
+
+def drawn(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], device: torch.device,
+          generator: torch.Generator) -> torch.Tensor | None:
+    """The CPU tensor `func(*args, **kwargs)` asks for, drawn on `device` with `generator` a chunk at a time;
+    None where the call is not one this handles."""
+    factory = _factory(func, args, kwargs)
+    if factory is None:
         return None
-    if not pinned:
+    out = factory.empty()
+    if not factory.pinned:
         back_with_huge_pages(out)
     flat = out.view(-1)
     for start in range(0, flat.numel(), DEVICE_DRAW_CHUNK):
         count = min(DEVICE_DRAW_CHUNK, flat.numel() - start)
-        flat[start:start + count].copy_(func(*leading, (count,), dtype=dtype, device=device, generator=generator))
-    return out.requires_grad_(bool(kwargs.get("requires_grad", False)))
+        flat[start:start + count].copy_(factory.draw((count,), device, generator))
+    return out.requires_grad_(factory.requires_grad)
+
+
+def draws_on(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.device:
+    """The device a random call draws on: its `device`, else its first tensor's (`out` and `mean` included),
+    else torch's default."""
+    if kwargs.get("device") is not None:
+        return torch.device(kwargs["device"])
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            return value.device
+    return torch.get_default_device()
 
 
 def _size(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -100,9 +141,10 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-# Part of the key of everything stored that depends on the values drawn: 2 since a CUDA problem's weights are drawn
-# on its device (trial_store.py), so that nothing computed with CPU-drawn weights is taken for what they give now.
-DRAW_SCHEME = 2
+# Part of the key of everything stored that depends on the values drawn (trial_store.py), so that nothing computed
+# with weights drawn otherwise is taken for what they give now: 2 since a CUDA problem's weights are drawn on its
+# device, 3 since a constructor's large rand, randn and randint are too.
+DRAW_SCHEME = 3
 
 
 def weights_device(device: torch.device) -> torch.device | None:
@@ -133,10 +175,12 @@ class _WeightDraws(TorchFunctionMode):
     """Within it, a call of nn.init's, or a tensor's own uniform_ or normal_, that names no generator (it would take
     torch's global one) and draws a contiguous CPU tensor of at least DEVICE_DRAW_MIN elements, is made on a
     device tensor of the same shape with a generator seeded with `seed`; the values are copied into the CPU
-    tensor. Everything else runs as it would.
+    tensor. A factory (rand, randn, randint) of a CPU tensor that large is drawn the same way into a new one.
+    Everything else runs as it would.
 
     The call is made whole on the device (a tensor that size is about to be on the device anyway): nn.init's
-    functions read the tensor's shape, and `w.uniform_(-b, b)` gives what nn.init.uniform_(w, -b, b) gives.
+    functions read the tensor's shape, `w.uniform_(-b, b)` gives what nn.init.uniform_(w, -b, b) gives, and
+    `torch.randn(shape)` what `torch.empty(shape).normal_()` gives, as on the CPU.
     A torch dispatch mode would catch the in-place draw below any call, but the first use of one in a process
     imports torch's compiler stack: 4 s on an H200 host, in every run child."""
 
@@ -147,6 +191,11 @@ class _WeightDraws(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
+        factory = _factory(func, args, kwargs) if kwargs.get("generator") is None else None
+        if factory is not None and draws_on(args, kwargs).type == "cpu":
+            out = factory.empty()
+            _copy_into(out, factory.draw(factory.shape, self.device, self.generator))
+            return out.requires_grad_(factory.requires_grad)
         if func in _WEIGHT_DRAWS and kwargs.get("generator") is None:
             named = {k: v for k, v in kwargs.items() if k not in ("tensor", "generator")}
             tensor, rest = (args[0], args[1:]) if args else (kwargs.get("tensor"), ())

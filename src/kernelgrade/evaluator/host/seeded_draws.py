@@ -61,7 +61,7 @@ class _PrivateGenerator(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = dict(kwargs or {})
         if func in _RANDOM and kwargs.get("generator") is None:
-            if func in _TAKES_GENERATOR and _target(args, kwargs).type == "cpu":
+            if func in _TAKES_GENERATOR and device_draws.draws_on(args, kwargs).type == "cpu":
                 made = self._drawn_on_device(func, args, kwargs)
                 if made is not None:
                     return made
@@ -84,17 +84,6 @@ class _PrivateGenerator(TorchFunctionMode):
             log.warning("drawing %s on %s failed; drawn on the CPU", getattr(func, "__name__", func),
                         self.on_generator.device, exc_info=True)
             return None
-
-
-def _target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.device:
-    """The device a random call draws on: its `device`, else its first tensor's (`out` and `mean` included),
-    else torch's default."""
-    if kwargs.get("device") is not None:
-        return torch.device(kwargs["device"])
-    for value in (*args, *kwargs.values()):
-        if isinstance(value, torch.Tensor):
-            return value.device
-    return torch.get_default_device()
 
 
 class SeededDraws:
