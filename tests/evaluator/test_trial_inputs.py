@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
 import torch
 
@@ -36,56 +35,56 @@ def trials(count: int) -> list[Trial]:
     return [Trial(i, False, 100 + i) for i in range(count)]
 
 
-def make(tmp_path: Path, room: int) -> tuple[CountingReference, TrialInputs]:
+def make(room: int) -> tuple[CountingReference, TrialInputs]:
     reference = CountingReference()
-    return reference, TrialInputs(tmp_path, reference, trials(3), ahead_room=room)  # type: ignore[arg-type]
+    return reference, TrialInputs(reference, trials(3), ahead_room=room)  # type: ignore[arg-type]
 
 
-def test_a_small_trial_has_the_next_one_made_while_the_child_runs(tmp_path: Path) -> None:
-    reference, inputs = make(tmp_path, room=1 << 20)
+def test_a_small_trial_has_the_next_one_made_while_the_child_runs() -> None:
+    reference, inputs = make(room=1 << 20)
     with inputs:
-        data, path = inputs.take(0)
+        data = inputs.take(0)
         assert reference.second.wait(WAIT_S), "the next trial was not made ahead"
-        assert data.fingerprints == (100,) and path.exists()
-        assert [inputs.take(i)[0].fingerprints for i in (1, 2)] == [(101,), (102,)]
+        assert data.fingerprints == (100,)
+        assert [inputs.take(i).fingerprints for i in (1, 2)] == [(101,), (102,)]
     assert reference.made == [100, 101, 102]
 
 
-def test_a_trial_too_large_to_hold_twice_is_made_only_when_taken(tmp_path: Path) -> None:
-    reference, inputs = make(tmp_path, room=1024)  # less than a trial's 4 KiB of expected outputs
+def test_a_trial_too_large_to_hold_twice_is_made_only_when_taken() -> None:
+    reference, inputs = make(room=1024)  # less than a trial's 4 KiB of expected outputs
     with inputs:
         inputs.take(0)
         assert not reference.second.wait(0.3), "a trial was made ahead past the room"
         assert reference.made == [100]
-        assert [inputs.take(i)[0].fingerprints for i in (1, 2)] == [(101,), (102,)]
+        assert [inputs.take(i).fingerprints for i in (1, 2)] == [(101,), (102,)]
     assert reference.made == [100, 101, 102]
 
 
-def test_the_default_room_on_the_cpu_always_makes_trials_ahead(tmp_path: Path) -> None:
-    with TrialInputs(tmp_path, CountingReference(), []) as inputs:  # type: ignore[arg-type]
+def test_the_default_room_on_the_cpu_always_makes_trials_ahead() -> None:
+    with TrialInputs(CountingReference(), []) as inputs:  # type: ignore[arg-type]
         assert inputs.ahead_room >= 1 << 40
 
 
-def test_a_trial_whose_making_peaked_past_the_room_is_made_only_when_taken(tmp_path: Path) -> None:
+def test_a_trial_whose_making_peaked_past_the_room_is_made_only_when_taken() -> None:
     # Its 4 KiB of expected outputs fit the room, but making it took 64 KiB at its height (a float64 reference
     # run's intermediate tensors): the child's call would run beside that.
     reference = CountingReference()
-    inputs = TrialInputs(tmp_path, reference, trials(3), ahead_room=16 << 10,  # type: ignore[arg-type]
+    inputs = TrialInputs(reference, trials(3), ahead_room=16 << 10,  # type: ignore[arg-type]
                          peak=lambda _device, _base: 64 << 10)
     with inputs:
         inputs.take(0)
         assert not reference.second.wait(0.3), "a trial was made ahead past the room"
-        assert [inputs.take(i)[0].fingerprints for i in (1, 2)] == [(101,), (102,)]
+        assert [inputs.take(i).fingerprints for i in (1, 2)] == [(101,), (102,)]
     assert reference.made == [100, 101, 102]
 
 
-def test_the_first_trial_is_made_as_soon_as_the_trials_are_opened(tmp_path: Path) -> None:
+def test_the_first_trial_is_made_as_soon_as_the_trials_are_opened() -> None:
     """The pipeline opens them before the candidate loads (correctness.trial_inputs): the first trial is made
     while the child builds ModelNew, not once the first call waits for it."""
     reference = CountingReference()
-    with TrialInputs(tmp_path, reference, trials(2)) as inputs:  # type: ignore[arg-type]
+    with TrialInputs(reference, trials(2)) as inputs:  # type: ignore[arg-type]
         deadline = time.monotonic() + WAIT_S
         while not reference.made and time.monotonic() < deadline:
             time.sleep(0.01)
         assert reference.made == [100], "nothing was made before the first trial was taken"
-        assert inputs.take(0)[0].fingerprints == (100,)
+        assert inputs.take(0).fingerprints == (100,)

@@ -59,6 +59,7 @@ from kernelgrade.evaluator.wire.replies import (
     Extensions,
     Integrity,
     L2Reset,
+    Loaded,
     TimedOutputsReply,
     TimeReply,
     WarmupReply,
@@ -243,7 +244,7 @@ class Harness:
         self.warmed = True
         return Done()
 
-    def load(self, request: LoadRequest) -> Integrity:
+    def load(self, request: LoadRequest) -> Loaded:
         if not self.warmed or torch.device(request.device) != self.device:
             self.warm(WarmRequest(request.device))
         self.flags_before = precision_flags.snapshot()
@@ -268,14 +269,14 @@ class Harness:
         self.extensions.loaded()
         self._synchronize()
         self.threads_at_load = thread_ids()
-        return self._integrity()
+        return Loaded(self._integrity(), shared_region=self.region is not None)
 
     def _inputs(self, path: Path) -> list[Any]:
         with inert():
             return tensorfile.load(path, self.device)
 
     def call(self, request: CallRequest) -> CallReply:
-        inputs = self._inputs(request.inputs)
+        inputs = self._call_inputs(request)
         with inert():
             given = timing.clone_inputs(inputs)
             _poison(self.device, request.poison_bytes)
@@ -299,14 +300,27 @@ class Harness:
                          changed_after_return=not at_return == after == saved, integrity=self._integrity(),
                          input_fingerprints=tuple(fingerprints(given)), region_bytes=in_region)
 
+    def _call_inputs(self, request: CallRequest) -> list[Any]:
+        """The inputs from the judge's region where the request says they are there, else from its file."""
+        if not request.inputs_bytes:
+            return self._inputs(request.inputs)
+        view = self._region_view(request.inputs_bytes)
+        if view is None:
+            raise RuntimeError(f"the judge put the inputs in a shared region this child has no {request.inputs_bytes}"
+                               " bytes of")
+        with inert():
+            return tensorfile.load_from_memory(view, self.device)
+
     def _save_outputs(self, request: CallRequest, values: list[Any]) -> int:
-        """Write the outputs into the judge's region where they fit in what the request offers there (the bytes
-        written), else to the request's file (0)."""
+        """Write the outputs into the judge's region, after the inputs, where they fit in what the request offers
+        there (where they end), else to the request's file (0)."""
+        start = aligned(request.inputs_bytes)
         view = self._region_view(request.region_bytes)
-        written = tensorfile.save_to_memory(view, values) if view is not None else None
+        written = tensorfile.save_to_memory(view[start:], values) if view is not None and start <= len(view) else None
         if written is None:
             tensorfile.save(request.outputs, values)
-        return written or 0
+            return 0
+        return start + written
 
     def _settle(self, seconds: float) -> None:
         """Device-wide synchronize, wait, let the threads that appeared since load go quiet, synchronize again:

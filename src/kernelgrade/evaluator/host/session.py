@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,6 +21,7 @@ from kernelgrade.evaluator.result import Failure, Stage
 from kernelgrade.evaluator.sandbox.child_env import child_env, package_root, python_argv
 from kernelgrade.evaluator.sandbox.child_process import BadReply, ChildGone, ChildProcess, ChildTimeout
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, Launcher
+from kernelgrade.evaluator.wire import tensorfile
 from kernelgrade.evaluator.wire.hold_page import PAGE_NAME, HoldPage
 from kernelgrade.evaluator.wire.prebuilt import Prebuilt
 from kernelgrade.evaluator.wire.protocol import (
@@ -38,7 +40,7 @@ from kernelgrade.evaluator.wire.protocol import (
     request_line,
 )
 from kernelgrade.evaluator.wire.replies import CallReply, Integrity, TimedOutputsReply, TimedReply
-from kernelgrade.evaluator.wire.shared_region import SharedRegion
+from kernelgrade.evaluator.wire.shared_region import SharedRegion, aligned
 
 ReplyT = TypeVar("ReplyT")
 
@@ -65,8 +67,9 @@ class RunSession:
         extensions_dir.mkdir(exist_ok=True)
         # Made before the child exists, mapped by both (wire/hold_page.py); watched while the child times.
         self.hold_page = HoldPage.create(work_dir / PAGE_NAME) if gpu_index is not None else None
-        # Where checked calls' outputs cross (wire/shared_region.py): this child's alone, closed with it.
+        # Where checked calls' inputs and outputs cross (wire/shared_region.py): this child's alone, closed with it.
         self.region = SharedRegion.create(pin=gpu_index is not None)
+        self.region_mapped = False  # whether the child mapped it (its reply to `load`)
         env = child_env(work_dir, extensions_dir, extra_env)
         spec = ChildSpec(python_argv("kernelgrade.evaluator.child.run_child"), env, work_dir,
                          writable=(extensions_dir,), readable=(package_root(),), gpu_index=gpu_index,
@@ -137,16 +140,34 @@ class RunSession:
 
     def load(self, submission: Path, init_inputs: Path, seed: int, device: str, prebuilt: tuple[Prebuilt, ...],
              timeout: float) -> Integrity:
-        return self._request(Stage.LOAD, LoadRequest(submission, init_inputs, seed, device, prebuilt,
-                                                     self.prebuilt_dir, self.region.fd), timeout)
+        loaded = self._request(Stage.LOAD, LoadRequest(submission, init_inputs, seed, device, prebuilt,
+                                                       self.prebuilt_dir, self.region.fd), timeout)
+        self.region_mapped = loaded.shared_region
+        return loaded.integrity
+
+    def place_inputs(self, values: Sequence[Any], path: Path, room_after: int = 0) -> int:
+        """A checked call's inputs where the child will read them: at the start of the shared region where the
+        child mapped it (the bytes they take there), else in the file `path` (0). The region is grown to hold
+        `room_after` bytes more after them at once (the call's outputs): each growth maps and registers it
+        again."""
+        if self.region_mapped:
+            size = tensorfile.memory_size(values)
+            self.region.reserve(aligned(size) + room_after)
+            written = tensorfile.save_to_memory(self.region.reserve(size), values)
+            if written is not None:
+                return written
+        tensorfile.save(path, values)
+        return 0
 
     def call(self, inputs: Path, outputs: Path, poison_bytes: list[int], timeout: float,
-             settle_s: float = 0.0, region_bytes: int = 0) -> CallReply:
-        """A checked call; its outputs go to the file `outputs`, or with `region_bytes` into the shared region,
-        grown to hold at least that many first, where they fit there: the reply's region_bytes says which."""
+             settle_s: float = 0.0, region_bytes: int = 0, inputs_bytes: int = 0) -> CallReply:
+        """A checked call on the inputs place_inputs() put in the file `inputs`, or the region's first
+        `inputs_bytes`. Its outputs go to the file `outputs`, or with `region_bytes` into the shared region,
+        grown to hold at least that many first, where they fit there after the inputs: the reply's region_bytes
+        says which (where they end)."""
         offered = self._offer(region_bytes)
-        return self._request(Stage.CORRECTNESS, CallRequest(inputs, outputs, tuple(poison_bytes), settle_s, offered),
-                             timeout)
+        request = CallRequest(inputs, outputs, tuple(poison_bytes), settle_s, offered, inputs_bytes)
+        return self._request(Stage.CORRECTNESS, request, timeout)
 
     def _offer(self, region_bytes: int) -> int:
         """The bytes of the shared region a request may use: none unless asked for, else all it has, grown to

@@ -1,7 +1,7 @@
 """The correctness stage: each trial's outputs from the child, judged against the reference and the oracle.
 
-Inputs go to the child as a file; outputs come back through the child's shared region (wire/shared_region.py), or a
-file where they do not fit there. The expected values never leave the judge.
+Inputs go to the child, and outputs come back, through the child's shared region (wire/shared_region.py); through
+files where the child has no region or the outputs do not fit there. The expected values never leave the judge.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from kernelgrade.evaluator.request import Limits, TrialPlan
 from kernelgrade.evaluator.result import Failure, Finding, Severity, Stage, TrialResult
 from kernelgrade.evaluator.wire import tensorfile
 from kernelgrade.evaluator.wire.replies import CallReply, Integrity
+from kernelgrade.evaluator.wire.shared_region import aligned
 
 # A trial made ahead holds its expected outputs and oracles beside those of the trial being judged, while the
 # child holds its own inputs and outputs: past this share of the card, trials are made one at a time.
@@ -64,27 +65,27 @@ def trial_inputs(job: Job, reference: Reference) -> TrialInputs:
     H200, loading and making the first trial each took about half a second per GEMM problem, and 8 s each
     for 55_Matmul_MaxPool_Sum_Scale."""
     trials = trial_seeds(job.request.trials, job.secret, job.secret_seeds())
-    return TrialInputs(job.work_dir, reference, trials)
+    return TrialInputs(reference, trials)
 
 
 class TrialInputs:
-    """Each trial's data and inputs file, made one trial ahead in the background: the judge writes trial
-    k+1's inputs (and computes its expected outputs, where they are not kept) while the child runs trial k.
-    One ahead, not all: a problem's inputs can be gigabytes. Where making a trial takes more than `ahead_room`
+    """Each trial's data, made one trial ahead in the background: the judge draws trial k+1's inputs (and
+    computes its expected outputs, where they are not kept) while the child runs trial k. One ahead, not all: a
+    problem's inputs can be gigabytes. Where making a trial takes more than `ahead_room`
     of the device, none is made ahead: what it keeps (expected outputs and oracles) or what it takes at its
     height (the reference run in float64, its intermediate tensors included). The child's call runs beside a
     trial made ahead: on a stream of KernelBench level 2 problems (large float64 convolutions) the judge was
     seen holding 66 GiB of an H200 while children ran, and honest candidates ran out of memory beside it."""
 
-    def __init__(self, work_dir: Path, reference: Reference, trials: list[Trial],
-                 ahead_room: int | None = None, peak: Callable[[torch.device, int], int] = peak_above) -> None:
+    def __init__(self, reference: Reference, trials: list[Trial], ahead_room: int | None = None,
+                 peak: Callable[[torch.device, int], int] = peak_above) -> None:
         """`ahead_room`: device bytes a trial made ahead may add (default: default_ahead_room() of its device).
         `peak`: how far the judge's allocations on a device peaked above a base (device_cache.peak_above)."""
-        self.work_dir, self.reference, self.trials = work_dir, reference, trials
+        self.reference, self.trials = reference, trials
         self.ahead_room = ahead_room if ahead_room is not None else default_ahead_room(reference.device)
         self._peak, self._highest = peak, 0
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="trial-inputs")
-        self._next: Future[tuple[TrialData, Path]] | None = self._submit(0)
+        self._next: Future[TrialData] | None = self._submit(0)
 
     def __enter__(self) -> TrialInputs:
         return self
@@ -92,29 +93,27 @@ class TrialInputs:
     def __exit__(self, *_exc: object) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def take(self, index: int) -> tuple[TrialData, Path]:
-        """Trial `index`'s data and file (trials are taken in order); starts on the next one if there is room."""
+    def take(self, index: int) -> TrialData:
+        """Trial `index`'s data (trials are taken in order); starts on the next one if there is room."""
         pending = self._next if self._next is not None else self._submit(index)
         assert pending is not None, "every trial was taken"
         made = pending.result()
         # Wherever they are: an oracle too large for the device is on the host, and so is a CPU problem's.
-        held = Footprint.of([*made[0].expected.refs, *(made[0].expected.oracles or [])])
+        held = Footprint.of([*made.expected.refs, *(made.expected.oracles or [])])
         need = held.host + max(held.device, self._highest)
         self._next = self._submit(index + 1) if need <= self.ahead_room else None
         return made
 
-    def _submit(self, index: int) -> Future[tuple[TrialData, Path]] | None:
-        return self._pool.submit(self._write, self.trials[index]) if index < len(self.trials) else None
+    def _submit(self, index: int) -> Future[TrialData] | None:
+        return self._pool.submit(self._make, self.trials[index]) if index < len(self.trials) else None
 
-    def _write(self, trial: Trial) -> tuple[TrialData, Path]:
+    def _make(self, trial: Trial) -> TrialData:
         device = self.reference.device
         base = allocated(device)
         with on_device(device):
             data = self.reference.trial(trial.seed)
         self._highest = max(self._highest, self._peak(device, base))
-        path = self.work_dir / f"trial_inputs_{trial.index}.kgt"
-        tensorfile.save(path, data.inputs)
-        return data, path
+        return data
 
 
 def default_ahead_room(device: torch.device) -> int:
@@ -137,36 +136,41 @@ def trial_seeds(plan: TrialPlan, secret: str, pooled: list[int] | None = None) -
 
 
 def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahead: TrialInputs) -> Integrity:
+    inputs_path, outputs_path = job.work_dir / f"trial_inputs_{trial.index}.kgt", job.work_dir / "trial_outputs.kgt"
     with job.timed("correctness:inputs"):
-        data, inputs_path = ahead.take(trial.index)
-    record.prepared[data.prepared] += 1
-    outputs_path = job.work_dir / "trial_outputs.kgt"
-    with job.timed("correctness:call"):
+        data = ahead.take(trial.index)
         sizes = [r.numel() * r.element_size() for r in data.expected.refs]
         outputs_bytes = sum(sizes)
-        moved = outputs_bytes + tensorfile.size(inputs_path)
+        # Placed only now: the region holds one call's inputs, and a file written ahead would show the child
+        # the next trial's inputs during this one's call.
+        inputs_bytes = session.place_inputs(data.inputs, inputs_path, outputs_bytes + HEADER_ROOM)
+    record.prepared[data.prepared] += 1
+    with job.timed("correctness:call"):
+        moved = outputs_bytes + tensorfile.memory_size(data.inputs)
+        outputs_at = aligned(inputs_bytes)
         leave_room(job.device)
         reply = session.call(inputs_path, outputs_path, sizes, Limits.moving(job.request.limits.call_s, moved),
-                             settle_s(ahead.reference.forward_s), region_bytes=outputs_bytes + HEADER_ROOM)
-    inputs_path.unlink(missing_ok=True)
+                             settle_s(ahead.reference.forward_s), outputs_at + outputs_bytes + HEADER_ROOM,
+                             inputs_bytes)
+    tensorfile.remove(inputs_path)
     with job.timed("correctness:judge"):
         try:
             _judge_call(job, record, trial, reply, _mutated(data, reply), data.expected,
-                        lambda: _read_outputs(session, reply, outputs_path, job.device, outputs_bytes))
+                        lambda: _read_outputs(session, reply, outputs_path, job.device, outputs_bytes, outputs_at))
         finally:
             tensorfile.remove(outputs_path)
     return reply.integrity
 
 
 def _read_outputs(session: RunSession, reply: CallReply, path: Path, device: torch.device,
-                  outputs_bytes: int) -> list[Any] | Comparison:
+                  outputs_bytes: int, start: int) -> list[Any] | Comparison:
     """The outputs the child wrote (into the shared region or the file, as its reply says), read once their
     structure matched the reference's: more than those outputs and the largest header, or what cannot be read,
     is not what the harness writes."""
     try:
         if not reply.region_bytes:
             return read_outputs(path, device, outputs_bytes)
-        return read_region(session.region, reply.region_bytes, device, outputs_bytes)
+        return read_region(session.region, reply.region_bytes, device, outputs_bytes, start)
     except tensorfile.TensorFileError as exc:
         return Comparison(False, "output_unreadable", f"the outputs the harness wrote could not be read: {exc}")
 

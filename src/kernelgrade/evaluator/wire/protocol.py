@@ -36,7 +36,7 @@ from kernelgrade.evaluator.wire.prebuilt import Prebuilt
 from kernelgrade.evaluator.wire.replies import (
     CallReply,
     Done,
-    Integrity,
+    Loaded,
     TimedOutputsReply,
     TimeReply,
     WarmupReply,
@@ -89,7 +89,7 @@ class WarmRequest(Request[Done]):
 
 
 @dataclass(frozen=True)
-class LoadRequest(Request[Integrity]):
+class LoadRequest(Request[Loaded]):
     OP = Op.LOAD
     submission: Path
     init_inputs: Path
@@ -107,8 +107,11 @@ class CallRequest(Request[CallReply]):
     outputs: Path
     poison_bytes: tuple[int, ...] = ()  # sizes of freed blocks to fill with 0xFF before the call
     settle_s: float = 0.0  # the wait before the outputs are fingerprinted again (the child clamps it)
-    # The outputs go into the shared region's first region_bytes where they fit there, else to `outputs`.
+    # The outputs go into the shared region's first region_bytes, after the inputs (from the first multiple of
+    # shared_region.ALIGN past inputs_bytes), where they fit there; else to `outputs`.
     region_bytes: int = 0
+    # The inputs are in the shared region's first inputs_bytes, in the tensor file format; 0: in `inputs`.
+    inputs_bytes: int = 0
 
 
 @dataclass(frozen=True)

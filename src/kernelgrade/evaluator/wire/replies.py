@@ -31,7 +31,7 @@ class Extensions:
 
 @dataclass(frozen=True)
 class Integrity:
-    """What the child says about itself after a call; the judge turns these into findings. The reply to `load`."""
+    """What the child says about itself after a call; the judge turns these into findings."""
 
     replaced_functions: tuple[str, ...]
     precision_flags_changed: tuple[str, ...]
@@ -42,6 +42,15 @@ class Integrity:
     # The child's peak device memory so far (torch's allocator; 0 on the CPU). A claim, recorded for the
     # operator and never used for a verdict.
     peak_device_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The reply to `load`: what the child says about itself once ModelNew is built, and whether it mapped the
+    judge's shared region (wire/shared_region.py). Where it did, checked calls' inputs cross there too."""
+
+    integrity: Integrity
+    shared_region: bool = False
 
 
 @dataclass(frozen=True)

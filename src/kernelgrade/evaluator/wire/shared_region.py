@@ -1,4 +1,5 @@
-"""Shared memory of a judge and one run child, through which a checked call's outputs cross instead of a file.
+"""Shared memory of a judge and one run child, through which a checked call's inputs and outputs cross instead of
+files: the inputs the judge writes at its start, the outputs the child writes after them.
 
 On an H200 host a 2 GiB CUDA output took 0.9-1.0 s to cross a tensor file (the child's write 0.45-0.55 s, the
 judge's read 0.42-0.49 s, its removal 0.06 s; on a tmpfs no faster) and 0.08 s to cross this region once both
@@ -14,7 +15,8 @@ it, and a region two shared would show one child's outputs to the other.
 
 What the child writes there is read like a tensor file it wrote (tensorfile.load_from_memory): the header is
 copied before it is parsed and bounds every read, so a child that rewrites the region while the judge reads it
-can only spoil its own outputs.
+can only spoil its own outputs. The inputs the judge writes there are only the child's copy: the judge keeps its
+own, and judges the outputs against what it computed from those.
 """
 
 from __future__ import annotations

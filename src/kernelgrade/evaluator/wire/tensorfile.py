@@ -95,10 +95,7 @@ def save_to_memory(buffer: memoryview, values: Sequence[Any]) -> int | None:
     """Write `values` into `buffer` as save() writes a file, a GPU tensor copied straight from its device (a
     DMA copy where the buffer is registered with CUDA: shared_region.py); the bytes used, or None where they
     would not fit (the buffer is then left as it was)."""
-    tensors: list[torch.Tensor] = []
-    header = [_describe(v, tensors, _contiguous) for v in values]
-    raw = json.dumps(header).encode()
-    total = 8 + len(raw) + sum(_nbytes(t) for t in tensors)
+    raw, tensors, total = _in_memory(values)
     if total > len(buffer):
         return None
     buffer[:8] = struct.pack("<Q", len(raw))
@@ -109,6 +106,24 @@ def save_to_memory(buffer: memoryview, values: Sequence[Any]) -> int | None:
             _bytes_at(buffer, offset, _nbytes(tensor)).copy_(staging.flat_bytes(tensor))
         offset += _nbytes(tensor)
     return total
+
+
+def _contiguous(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.contiguous()
+
+
+def memory_size(values: Sequence[Any]) -> int:
+    """The bytes save_to_memory() writes for `values` (no tensor copied to find out)."""
+    return _in_memory(values, lambda tensor: tensor)[2]
+
+
+def _in_memory(values: Sequence[Any], contiguous: Callable[[torch.Tensor], torch.Tensor] = _contiguous
+               ) -> tuple[bytes, list[torch.Tensor], int]:
+    """The header save_to_memory() writes for `values`, the tensors it copies after it, and the bytes in all."""
+    tensors: list[torch.Tensor] = []
+    header = [_describe(v, tensors, contiguous) for v in values]
+    raw = json.dumps(header).encode()
+    return raw, tensors, 8 + len(raw) + sum(_nbytes(t) for t in tensors)
 
 
 def load_from_memory(buffer: memoryview, device: torch.device | None = None,
@@ -231,10 +246,6 @@ def _to_write(tensor: torch.Tensor) -> torch.Tensor:
     host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
     host.copy_(tensor)
     return host
-
-
-def _contiguous(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor.contiguous()
 
 
 def _create_fresh(path: Path) -> int:
