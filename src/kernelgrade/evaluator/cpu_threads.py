@@ -4,8 +4,9 @@ torch sizes its OpenMP pool to the CPUs a process may use when the pool starts. 
 cores set aside for builds and moves onto its judge's few cores when a job takes it (sandbox/cpus.py,
 place_tree); a GPU judge's threads run on their own cores (worker/cores.py). Left as it was, a pool of a dozen
 threads shares two cores: each parallel operation waits at its barrier for threads that wait for a CPU. On a
-2-core host a 1 GiB copy took 2.7 s with two threads on one core, 0.44 s with one; on an H200 host a run child
-took 4.6 s to load a problem with 4 GiB of weights that loads in 1.1 s with a pool as large as its cores.
+2-core host a 1 GiB copy took 2.7 s with two threads on one core, 0.44 s with one. On an H200 host the run
+child's load of KernelBench's 55_Matmul_MaxPool_Sum_Scale (4 GiB of weights) took 3.8-4.0 s, and 1.6 s once
+sized to its cores; the reference's timing child 3.4-3.7 s, then 1.2-1.3 s.
 """
 
 from __future__ import annotations
