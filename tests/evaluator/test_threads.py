@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -58,26 +59,9 @@ def test_waits_for_a_starved_thread_to_finish_writing(busy_cpu: int) -> None:
     thread.join()
 
 
-def test_threads_known_at_load_are_not_waited_for() -> None:
-    stop = threading.Event()
-
-    def busy() -> None:
-        while not stop.is_set():
-            _spin(0.001)
-
-    spinner = threading.Thread(target=busy, daemon=True)
-    spinner.start()
-    try:
-        started = time.perf_counter()
-        assert wait_quiet(thread_ids(), budget_s=5.0)
-        assert time.perf_counter() - started < 0.5
-    finally:
-        stop.set()
-        spinner.join()
-
-
-def test_a_thread_that_never_rests_ends_the_wait_at_the_budget() -> None:
-    known = thread_ids()
+@contextmanager
+def busy_thread() -> Iterator[None]:
+    """A thread that never rests while the block runs."""
     stop = threading.Event()
 
     def busy() -> None:
@@ -87,12 +71,25 @@ def test_a_thread_that_never_rests_ends_the_wait_at_the_budget() -> None:
     thread = threading.Thread(target=busy, daemon=True)
     thread.start()
     try:
-        started = time.perf_counter()
-        assert not wait_quiet(known, budget_s=0.2)
-        assert 0.2 <= time.perf_counter() - started < 2.0
+        yield
     finally:
         stop.set()
         thread.join()
+
+
+def test_threads_known_at_load_are_not_waited_for() -> None:
+    with busy_thread():
+        started = time.perf_counter()
+        assert wait_quiet(thread_ids(), budget_s=5.0)
+        assert time.perf_counter() - started < 0.5
+
+
+def test_a_thread_that_never_rests_ends_the_wait_at_the_budget() -> None:
+    known = thread_ids()
+    with busy_thread():
+        started = time.perf_counter()
+        assert not wait_quiet(known, budget_s=0.2)
+        assert 0.2 <= time.perf_counter() - started < 2.0
 
 
 def test_a_sleeping_thread_is_quiet_and_an_ended_one_is_left_out() -> None:
