@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -34,6 +32,7 @@ from kernelgrade.evaluator.judge.pipeline import child_kind
 from kernelgrade.evaluator.judge.reference_child import ReferenceChild, child_key
 from kernelgrade.problems.loader import load_problem_source
 from tests.conftest import TEST_LIMITS
+from tests.evaluator.background import kept_running
 from tests.evaluator.test_warm import ADD
 
 CPU = ChildKind(None, "cpu", ())
@@ -68,23 +67,10 @@ TIMING = TimingParams(warmup_ms=5.0, min_reps=20, max_reps=200, max_device_ms=30
 BAND = (0.5, 2.0)
 
 
-@contextmanager
-def lock_held_by_another_thread() -> Iterator[None]:
+def lock_held_by_another_thread() -> AbstractContextManager[None]:
     """A thread of this process that runs one long call after another (20 ms each here), holding Python's lock
     through each, as another judge's float64 oracle or fingerprints on the CPU do."""
-    stop = threading.Event()
-
-    def spin() -> None:
-        while not stop.is_set():
-            sum(range(10**6))
-
-    thread = threading.Thread(target=spin, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
+    return kept_running(lambda: sum(range(10**6)))
 
 
 @pytest.mark.alone

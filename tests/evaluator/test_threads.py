@@ -8,11 +8,11 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
 from kernelgrade.evaluator.integrity.threads import clocks, thread_ids, wait_quiet
+from tests.evaluator.background import kept_running
 
 PARTS = 20
 
@@ -59,26 +59,8 @@ def test_waits_for_a_starved_thread_to_finish_writing(busy_cpu: int) -> None:
     thread.join()
 
 
-@contextmanager
-def busy_thread() -> Iterator[None]:
-    """A thread that never rests while the block runs."""
-    stop = threading.Event()
-
-    def busy() -> None:
-        while not stop.is_set():
-            _spin(0.001)
-
-    thread = threading.Thread(target=busy, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-
-
 def test_threads_known_at_load_are_not_waited_for() -> None:
-    with busy_thread():
+    with kept_running(lambda: _spin(0.001)):
         started = time.perf_counter()
         assert wait_quiet(thread_ids(), budget_s=5.0)
         assert time.perf_counter() - started < 0.5
@@ -86,7 +68,7 @@ def test_threads_known_at_load_are_not_waited_for() -> None:
 
 def test_a_thread_that_never_rests_ends_the_wait_at_the_budget() -> None:
     known = thread_ids()
-    with busy_thread():
+    with kept_running(lambda: _spin(0.001)):
         started = time.perf_counter()
         assert not wait_quiet(known, budget_s=0.2)
         assert 0.2 <= time.perf_counter() - started < 2.0
@@ -102,4 +84,7 @@ def test_a_sleeping_thread_is_quiet_and_an_ended_one_is_left_out() -> None:
     assert not clocks([tid])[tid].runnable
     stop.set()
     sleeper.join()
-    assert clocks([tid]) == {}
+    deadline = time.monotonic() + 5.0  # join() returns just before the thread's own exit from the kernel
+    while tid in thread_ids() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert tid not in thread_ids() and clocks([tid]) == {}
