@@ -71,12 +71,11 @@ def _evaluate(references: References, problem: ProblemRef, device: torch.device,
     reference = references.reference(spec, device, plan.seed)
     trials = trial_seeds(plan, "", references.secret_seeds(spec, device, plan.secret_trials))
     prepared: Counter[str] = Counter()
-    with on_device(device), TrialInputs(work, reference, trials) as ahead:
+    with on_device(device), TrialInputs(reference, trials) as ahead:
         for trial in trials:
-            data, path = ahead.take(trial.index)
+            data = ahead.take(trial.index)
             prepared[data.prepared] += 1
             compare_in_room([t.clone() for t in data.expected.refs], data.expected, spec.precision, device)
-            path.unlink(missing_ok=True)
         _recheck(reference, device, work, plan.seed)
     return prepared
 
