@@ -306,8 +306,8 @@ class Harness:
             return self._inputs(request.inputs)
         view = self._region_view(request.inputs_bytes)
         if view is None:
-            raise RuntimeError(f"the judge put the inputs in a shared region this child has no {request.inputs_bytes}"
-                               " bytes of")
+            raise RuntimeError(f"the request puts {request.inputs_bytes} bytes of inputs in a shared region this child"
+                               " has not mapped")
         with inert():
             return tensorfile.load_from_memory(view, self.device)
 
