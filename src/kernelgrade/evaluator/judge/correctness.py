@@ -69,13 +69,13 @@ def trial_inputs(job: Job, reference: Reference) -> TrialInputs:
 
 
 class TrialInputs:
-    """Each trial's data, made one trial ahead in the background: the judge draws trial k+1's inputs (and
-    computes its expected outputs, where they are not kept) while the child runs trial k. One ahead, not all: a
-    problem's inputs can be gigabytes. Where making a trial takes more than `ahead_room` of the device, none is
-    made ahead: what it keeps (expected outputs and oracles) or what it takes at its height (the reference run
-    in float64, its intermediate tensors included). The child's call runs beside a
-    trial made ahead: on a stream of KernelBench level 2 problems (large float64 convolutions) the judge was
-    seen holding 66 GiB of an H200 while children ran, and honest candidates ran out of memory beside it."""
+    """Each trial's data, made one trial ahead in the background: the judge draws trial k+1's inputs (and computes
+    its expected outputs, where they are not kept) while the child runs trial k. One ahead, not all: a problem's
+    inputs can be gigabytes. Where making a trial takes more than `ahead_room` of the device, none is made ahead:
+    what it keeps (expected outputs and oracles) or what it takes at its height (the reference run in float64, its
+    intermediate tensors included). The child's call runs beside a trial made ahead: on a stream of KernelBench
+    level 2 problems (large float64 convolutions) the judge was seen holding 66 GiB of an H200 while children ran,
+    and honest candidates ran out of memory beside it."""
 
     def __init__(self, reference: Reference, trials: list[Trial], ahead_room: int | None = None,
                  peak: Callable[[torch.device, int], int] = peak_above) -> None:
