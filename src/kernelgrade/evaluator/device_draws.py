@@ -15,8 +15,8 @@ ends) or a tensor's own `uniform_` or `normal_` that draws a contiguous CPU tens
 elements from the global generator is made on the device with a generator of its own, seeded alike, and the values
 are copied into that tensor; so is a `torch.rand`, `torch.randn` or `torch.randint` of a CPU tensor that large
 (`nn.Parameter(torch.randn(8192, 8192))` took 0.6 s on the CPU's generator). The constructor still sees CPU
-tensors. The judge's Model and the child's ModelNew
-are constructed that way under the same seed, so layers built alike still start with equal weights.
+tensors. The judge's Model and the child's ModelNew are constructed that way under the same seed, so layers built
+alike still start with equal weights.
 
 The values are fixed by the seed, the device class, the order of the draws and, for inputs, the chunk size, as
 the reference's outputs already are; they are not those a CPU draw would give, which nothing needs.
@@ -191,20 +191,33 @@ class _WeightDraws(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        factory = _factory(func, args, kwargs) if kwargs.get("generator") is None else None
-        if factory is not None and draws_on(args, kwargs).type == "cpu":
-            out = factory.empty()
-            _copy_into(out, factory.draw(factory.shape, self.device, self.generator))
-            return out.requires_grad_(factory.requires_grad)
-        if func in _WEIGHT_DRAWS and kwargs.get("generator") is None:
-            named = {k: v for k, v in kwargs.items() if k not in ("tensor", "generator")}
-            tensor, rest = (args[0], args[1:]) if args else (kwargs.get("tensor"), ())
-            if _large_on_cpu(tensor):
-                on_device = torch.empty(tensor.shape, dtype=tensor.dtype, device=self.device)
-                func(on_device, *rest, **named, generator=self.generator)
-                _copy_into(tensor, on_device)
-                return tensor
+        if kwargs.get("generator") is None:
+            made = self._factory_drawn(func, args, kwargs)
+            if made is None:
+                made = self._in_place_drawn(func, args, kwargs)
+            if made is not None:
+                return made
         return func(*args, **kwargs)
+
+    def _factory_drawn(self, func: Any, args: Any, kwargs: dict[str, Any]) -> torch.Tensor | None:
+        factory = _factory(func, args, kwargs)
+        if factory is None or draws_on(args, kwargs).type != "cpu":
+            return None
+        out = factory.empty()
+        _copy_into(out, factory.draw(factory.shape, self.device, self.generator))
+        return out.requires_grad_(factory.requires_grad)
+
+    def _in_place_drawn(self, func: Any, args: Any, kwargs: dict[str, Any]) -> torch.Tensor | None:
+        if func not in _WEIGHT_DRAWS:
+            return None
+        named = {k: v for k, v in kwargs.items() if k not in ("tensor", "generator")}
+        tensor, rest = (args[0], args[1:]) if args else (kwargs.get("tensor"), ())
+        if not _large_on_cpu(tensor):
+            return None
+        on_device = torch.empty(tensor.shape, dtype=tensor.dtype, device=self.device)
+        func(on_device, *rest, **named, generator=self.generator)
+        _copy_into(tensor, on_device)
+        return tensor
 
 
 def _large_on_cpu(tensor: object) -> TypeGuard[torch.Tensor]:

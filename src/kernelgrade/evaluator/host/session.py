@@ -152,8 +152,7 @@ class RunSession:
         again."""
         if self.region_mapped:
             size = tensorfile.memory_size(values)
-            self.region.reserve(aligned(size) + room_after)
-            written = tensorfile.save_to_memory(self.region.reserve(size), values)
+            written = tensorfile.save_to_memory(self.region.reserve(aligned(size) + room_after)[:size], values)
             if written is not None:
                 return written
         tensorfile.save(path, values)

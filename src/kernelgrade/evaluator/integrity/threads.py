@@ -6,7 +6,7 @@ runnable thread can wait for a CPU longer than the settle lasts: with outputs co
 microseconds, such a thread wrote nothing before the last fingerprint and the late output passed for a wrong
 one. So after the settle the child also waits, within a bound, until every thread that appeared since load
 has spent a whole step off the CPU: not runnable, and no CPU time gained. A thread waiting for Python's GIL
-gets it during that step, since the waiting thread sleeps.
+gets it during that step, since the child's own thread sleeps through it.
 
 Read from /proc/self/task: `stat` for the state, `schedstat` for CPU time in nanoseconds (`stat`'s clock
 ticks are 10 ms, longer than a thread's write).
