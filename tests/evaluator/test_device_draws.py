@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import pytest
 import torch
 
-from kernelgrade.evaluator import device_draws
+from kernelgrade.evaluator import device_cache, device_draws
 from kernelgrade.evaluator.host.seeded_draws import SeededDraws
 from kernelgrade.evaluator.wire import staging
 
@@ -91,9 +91,35 @@ def test_on_a_gpu_large_inputs_are_drawn_there_and_handed_over_on_the_cpu() -> N
         return [torch.rand(4096, 4096), torch.randn(1 << 20)]
 
     first = SeededDraws("p").run(5, get_inputs, on=gpu)
-    assert all(t.device == CPU for t in first)
+    assert all(t.device == CPU and t.is_pinned() for t in first)
     assert all(torch.equal(a, b) for a, b in zip(first, SeededDraws("p").run(5, get_inputs, on=gpu), strict=True))
     assert 0.49 < float(first[0].mean()) < 0.51 and 0.99 < float(first[1].std()) < 1.01
+
+
+@pytest.mark.gpu
+def test_pinned_blocks_made_are_counted_and_handed_back_past_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    gpu = torch.device("cuda", 0)
+    tally = device_cache._PinnedTally()
+    monkeypatch.setattr(device_cache, "PINNED", tally)
+    drawn = SeededDraws("p").run(1, lambda: torch.rand(96 << 20), on=gpu)  # a new 512 MiB block
+    assert drawn.is_pinned()
+    del drawn
+    again = SeededDraws("p").run(2, lambda: torch.rand(96 << 20), on=gpu)  # the same block, reused
+    del again
+    owned = torch.cuda.host_memory_stats()["allocations.current"]
+    monkeypatch.setattr(device_cache, "KEEP_PINNED_BYTES", 512 << 20)
+    device_cache.release_pinned()  # one 512 MiB block made: within the bound, kept for reuse
+    assert torch.cuda.host_memory_stats()["allocations.current"] == owned
+    monkeypatch.setattr(device_cache, "KEEP_PINNED_BYTES", (512 << 20) - 1)
+    device_cache.release_pinned()
+    assert torch.cuda.host_memory_stats()["allocations.current"] < owned
+    assert not tally.take_if_over(0)  # counting started again
+
+
+def test_off_a_gpu_inputs_are_drawn_into_pageable_memory() -> None:
+    drawn = SeededDraws("p").run(1, lambda: torch.rand(1 << 20), on=None)
+    assert not drawn.is_pinned()
+    device_cache.release_pinned()  # nothing pinned, no CUDA: nothing to do
 
 
 class Layers(torch.nn.Module):
@@ -216,3 +242,12 @@ def test_a_large_host_tensor_is_backed_with_huge_pages_where_the_kernel_leaves_t
     assert "hg" in _vma_flags(tensor.data_ptr() + 8192)
     tensor.fill_(7)  # the values are the tensor's as before
     assert int(tensor.min()) == int(tensor.max()) == 7
+
+
+def test_the_pinned_tally_counts_whole_blocks_and_starts_again_once_over() -> None:
+    tally = device_cache._PinnedTally()
+    tally.add(3 << 20)  # a 4 MiB block
+    tally.add(1 << 20)
+    assert not tally.take_if_over(5 << 20)
+    assert tally.take_if_over(4 << 20)
+    assert not tally.take_if_over(0)

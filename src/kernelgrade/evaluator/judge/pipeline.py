@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from kernelgrade.evaluator.device_cache import leave_room
+from kernelgrade.evaluator.device_cache import leave_room, release_pinned
 from kernelgrade.evaluator.host import environment
 from kernelgrade.evaluator.host.host_lock import HostLock
 from kernelgrade.evaluator.host.reference import Reference
@@ -97,6 +97,7 @@ def _attempt(request: EvalRequest, launcher: Launcher, progress: ProgressFn | No
             _let_go_of_kept(warm, job.device)  # leaves room too
         else:
             leave_room(job.device)  # for the next evaluation's child, and any other process on the device
+        release_pinned()
     return with_cleanup(result, time.perf_counter() - started)
 
 
@@ -253,6 +254,7 @@ def measure_baseline(request: EvalRequest, launcher: Launcher | None = None, war
     finally:
         job.cleanup()
         leave_room(job.device)  # for the next evaluation's child, and any other process on the device
+        release_pinned()
         if own:
             warm.close()
 

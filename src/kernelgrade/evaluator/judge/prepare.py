@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from kernelgrade.evaluator import device_draws, timing
-from kernelgrade.evaluator.device_cache import leave_room
+from kernelgrade.evaluator.device_cache import leave_room, release_pinned
 from kernelgrade.evaluator.host import trial_store
 from kernelgrade.evaluator.host.environment import device_class
 from kernelgrade.evaluator.host.reference import Reference, TrialData, derive_seed
@@ -76,6 +76,7 @@ def prepare(request: EvalRequest, warm: Warm) -> Preparation:
         # The float64 runs' intermediate tensors stay in this process's cache otherwise, beside the next
         # evaluation's child until the judge's first hand-back there (evaluate() hands back after each job).
         leave_room(device)
+        release_pinned()
     return _finish(name, made, why_not, timed, time.monotonic() - started, references.store, key)
 
 
