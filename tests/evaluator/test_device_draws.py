@@ -244,10 +244,7 @@ def test_a_large_host_tensor_is_backed_with_huge_pages_where_the_kernel_leaves_t
     assert int(tensor.min()) == int(tensor.max()) == 7
 
 
-def test_the_pinned_tally_counts_whole_blocks_and_starts_again_once_over() -> None:
-    tally = device_cache._PinnedTally()
-    tally.add(3 << 20)  # a 4 MiB block
-    tally.add(1 << 20)
-    assert not tally.take_if_over(5 << 20)
-    assert tally.take_if_over(4 << 20)
-    assert not tally.take_if_over(0)
+def test_pinned_blocks_are_counted_in_powers_of_two() -> None:
+    sizes = (1, 3 << 20, 4 << 20, (4 << 20) + 1)
+    assert [device_cache._block_bytes(n) for n in sizes] == [1, 4 << 20, 4 << 20, 8 << 20]
+    assert not device_cache._PinnedTally().take_if_over(0)  # nothing made yet

@@ -47,17 +47,24 @@ def leave_room(device: torch.device) -> int:
 
 
 class _PinnedTally:
-    """The bytes of the pinned blocks torch's caching host allocator made since it last handed its unused ones back:
-    what it holds unused can be no more. Its statistics of owned and active bytes were no help: on torch 2.11 they
-    stayed equal after a block was freed. Its count of blocks made is: a request that raised it made one."""
+    """The bytes of the pinned blocks torch's caching host allocator made for this process's drawn inputs since it
+    last handed its unused blocks back: what it holds unused is no more, give or take blocks torch pinned for
+    itself. Its statistics of owned and active bytes were no help: on torch 2.11 owned minus active read 0 with a
+    freed block cached. Its count of blocks made is: a request that raised it made one. Requests are made one at a
+    time here, so that one thread's block is not counted for another's request too."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._bytes = 0
 
-    def add(self, nbytes: int) -> None:
+    def empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        """A new CPU tensor in pinned memory, its block counted where the allocator made one for it."""
         with self._lock:
-            self._bytes += 1 << max(0, nbytes - 1).bit_length()  # blocks are powers of two
+            made = _blocks_made()
+            tensor = torch.empty(shape, dtype=dtype, pin_memory=True)
+            if made is None or _blocks_made() != made:
+                self._bytes += _block_bytes(tensor.numel() * tensor.element_size())
+            return tensor
 
     def take_if_over(self, limit: int) -> bool:
         """Whether blocks of more than `limit` bytes were made; if so, counting starts again."""
@@ -71,19 +78,19 @@ PINNED = _PinnedTally()
 
 
 def pinned_empty(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    """A new CPU tensor in pinned memory from torch's caching host allocator; counted for release_pinned() where the
-    allocator made a block for it (another thread's block made meanwhile may be counted too: never too little)."""
-    made = _blocks_made()
-    tensor = torch.empty(shape, dtype=dtype, pin_memory=True)
-    if made is None or _blocks_made() != made:
-        PINNED.add(tensor.numel() * tensor.element_size())
-    return tensor
+    """A new CPU tensor in pinned memory from torch's caching host allocator, counted for release_pinned()."""
+    return PINNED.empty(shape, dtype)
 
 
 def _blocks_made() -> int | None:
     """How many blocks torch's caching host allocator has pinned so far; None where its statistics do not say."""
     made = torch.cuda.host_memory_stats().get("num_host_alloc")
     return None if made is None else int(made)
+
+
+def _block_bytes(nbytes: int) -> int:
+    """The block torch's caching host allocator makes for `nbytes`: the next power of two."""
+    return 1 << max(0, nbytes - 1).bit_length()
 
 
 def release_pinned() -> None:
