@@ -45,6 +45,11 @@ DEVICE_DRAW_MIN = 1 << 20
 # Elements drawn on the device at a time: 256 MiB of fp32, 512 MiB of int64 beside the judge's own tensors.
 # Fixed, because it decides the values: the generator's stream is drawn in chunks of this size.
 DEVICE_DRAW_CHUNK = 1 << 26
+# The largest input drawn into pinned memory. torch's host allocator pins whole powers of two, so a 9 GiB input
+# would pin 16 GiB, five times an evaluation (two trials, three timing sets), memory the host cannot swap; up to
+# 1 GiB the rounding costs less than 0.5 GiB a block. Larger inputs go to pageable memory as before: slower to
+# cross (0.36 s per 0.5 GiB back from the device, against 0.01 s), never more memory than they take.
+PINNED_INPUT_MAX_BYTES = 1 << 30
 
 _FACTORIES: frozenset[Callable[..., Any]] = frozenset({torch.rand, torch.randn, torch.randint})
 _KNOWN_KWARGS = frozenset({"size", "dtype", "device", "requires_grad", "pin_memory", "layout", "generator"})
@@ -60,6 +65,9 @@ class _Factory:
     dtype: torch.dtype
     pinned: bool
     requires_grad: bool
+
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
 
     def empty(self) -> torch.Tensor:
         """The CPU tensor the call returns, not yet drawn."""
@@ -106,8 +114,8 @@ def _input_tensor(factory: _Factory, device: torch.device) -> torch.Tensor:
     float64 oracle); on an H200 host, 0.5 GiB took 0.36 s to come back into pageable memory and 0.08 s to go out
     again, 0.01 s each way pinned. Pinning a new block took 0.25 s, once: the trials after it reuse the blocks
     the trials before freed (device_cache.release_pinned() hands the unused ones back once many were made).
-    Where pinning is refused, pageable memory backed by huge pages."""
-    if device.type == "cuda" and not factory.pinned:
+    Where pinning is refused, or the tensor is past PINNED_INPUT_MAX_BYTES, pageable memory backed by huge pages."""
+    if pins(factory.nbytes(), device) and not factory.pinned:
         try:
             return device_cache.pinned_empty(factory.shape, factory.dtype)
         except RuntimeError:
@@ -116,6 +124,11 @@ def _input_tensor(factory: _Factory, device: torch.device) -> torch.Tensor:
     if not factory.pinned:
         back_with_huge_pages(out)
     return out
+
+
+def pins(nbytes: int, device: torch.device) -> bool:
+    """Whether an input of `nbytes` drawn on `device` is drawn into pinned memory (_input_tensor)."""
+    return device.type == "cuda" and nbytes <= PINNED_INPUT_MAX_BYTES
 
 
 def draws_on(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.device:
