@@ -107,7 +107,8 @@ class Settings(BaseSettings):
     # one on a CPU-only pool. A positive value is taken as given.
     compile_workers: int = Field(default=0, ge=0)
     # Physical cores set aside for each GPU judge's timing loop and run child, away from builds (worker/cores.py):
-    # -1 picks 2 where the host keeps at least 2 for builds beside them; 0 places nothing.
+    # -1 picks 4 where the judges then take at most half of the host's cores, else 2, where the host keeps at
+    # least 2 for builds beside them; 0 places nothing.
     measure_cores: int = Field(default=-1, ge=-1)
     # Compile load_inline's generated main.cpp against a precompiled torch/extension.h, built by the judge once
     # per compiler, torch version and flag variant under the cache dir (about 0.8 GB each). CPU builds only, so far.

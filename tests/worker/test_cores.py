@@ -21,17 +21,23 @@ SMT16 = {cpu: (cpu % 8, cpu % 8 + 8) for cpu in range(16)}
 
 def test_each_gpu_judge_gets_whole_physical_cores_from_the_top() -> None:
     plan = plan_cores(-1, 1, range(16), SMT16)
-    assert plan.measure == ((6, 14, 7, 15),)
-    assert set(plan.builds) == set(range(16)) - {6, 7, 14, 15}
-    assert "2 physical core(s)" in plan.why
+    assert plan.measure == ((4, 12, 5, 13, 6, 14, 7, 15),)
+    assert set(plan.builds) == set(range(8, 12)) | set(range(4))
+    assert "4 physical core(s)" in plan.why
 
 
 def test_two_judges_get_disjoint_cores_and_builds_the_rest() -> None:
     plan = plan_cores(-1, 2, range(32), {cpu: (cpu,) for cpu in range(32)})
-    assert plan.measure == ((28, 29), (30, 31))
-    assert plan.builds == tuple(range(28))
-    assert plan.for_judge(1) == (30, 31) and plan.for_judge(2) == ()
-    assert plan.judge_cpus() == 2
+    assert plan.measure == ((24, 25, 26, 27), (28, 29, 30, 31))
+    assert plan.builds == tuple(range(24))
+    assert plan.for_judge(1) == (28, 29, 30, 31) and plan.for_judge(2) == ()
+    assert plan.judge_cpus() == 4
+
+
+def test_the_judges_take_at_most_half_the_cores_by_default_and_two_each_at_least() -> None:
+    assert plan_cores(-1, 2, range(16), SMT16).measure == ((4, 12, 5, 13), (6, 14, 7, 15))
+    assert plan_cores(-1, 1, range(5), {}).measure == ((3, 4),)
+    assert plan_cores(-1, 3, range(8), {}).measure == ((2, 3), (4, 5), (6, 7))
 
 
 def test_no_placement_without_gpu_judges_when_off_or_on_a_small_host() -> None:

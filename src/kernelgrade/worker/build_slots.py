@@ -16,8 +16,9 @@ from pathlib import Path
 
 from kernelgrade.evaluator.host.environment import MEMINFO, mem_available
 
-# Cores left to each GPU judge: one for the timing loop's host thread, one for the run child's own threads
-# (CUDA's launch path, the Python interpreter). A judge starved of either reports host time as device time.
+# The fewest cores left to each GPU judge: one for the timing loop's host thread, one for the run child's own
+# threads (CUDA's launch path, the Python interpreter). A judge starved of either reports host time as device
+# time. Where the host has more, a judge gets more (worker/cores.py).
 CORES_PER_GPU_JUDGE = 2
 # The translation units of one load_inline build that compile at the same time (main.cpp beside cuda.cu); a
 # build's MAX_JOBS beyond this gains nothing and only reserves cores it never uses.
