@@ -76,6 +76,10 @@ _sleep = time.sleep
 _stat = os.stat
 _setprofile = sys.setprofile
 _getprofile = sys.getprofile
+
+# A file as read: its path, inode, size, modification and change times (ns).
+FileStamp = tuple[str, int, int, int, int]
+
 # After these the judge uses the device (compares outputs, times the reference) while this child waits: the
 # cache the call or the timed reps left is handed back so that the judge has room (device_cache.py). Not after
 # WARMUP: the timed reps that follow would pay for getting it again.
@@ -200,7 +204,7 @@ class Harness:
         self.l2_state = L2Reset()
         self.extensions = ExtensionWatch()
         self.rotation: timing.InputRotation | None = None
-        self.set_files: tuple[tuple[str, int, int, int, int], ...] | None = None  # the rotation's sets' files
+        self.set_files: tuple[FileStamp, ...] | None = None  # the rotation's sets' files
         self.flusher: timing.Flusher | None = None
         self.holding: timing.Holding | None = None
         self.keeper: timing.OutputKeeper | None = None
@@ -512,8 +516,8 @@ def _prewarm(device: torch.device) -> None:
         start.elapsed_time(end)
 
 
-def _stamps(paths: Sequence[Path]) -> tuple[tuple[str, int, int, int, int], ...] | None:
-    """Each file's path, inode, size, modification and change times; None where one cannot be read."""
+def _stamps(paths: Sequence[Path]) -> tuple[FileStamp, ...] | None:
+    """Each file's stamp; None where one cannot be read."""
     try:
         return tuple((str(p), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) for p in paths
                      for st in (_stat(p),))
