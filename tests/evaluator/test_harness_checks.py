@@ -286,11 +286,8 @@ def test_a_phase_timed_without_keeping_outputs_leaves_none_to_re_check(tmp_path:
     assert harness.timed_outputs(TimedOutputsRequest(tmp_path)).kept >= 2
 
 
-def test_a_second_warm_up_lets_go_of_the_first_phases_sets_before_reading_them_again(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The reference's child is warmed up before and after the candidate: holding the first phase's sets and
-    kept outputs through the second read doubled its memory on KernelBench's largest problems."""
-    harness, warmup = _timed_harness(tmp_path)
+def _reads(harness: run_child.Harness, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Each set read from then on, as whether the harness still held earlier sets or kept outputs meanwhile."""
     held_while_reading: list[bool] = []
     real = run_child.Harness._inputs
 
@@ -299,7 +296,50 @@ def test_a_second_warm_up_lets_go_of_the_first_phases_sets_before_reading_them_a
         return real(self, path)
 
     monkeypatch.setattr(run_child.Harness, "_inputs", spy)
+    return held_while_reading
+
+
+def test_a_second_warm_up_on_the_same_set_files_keeps_the_sets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    """The reference's child is warmed up before and after the candidate on the same files: reading them again
+    copied every set through a file and onto the device."""
+    harness, warmup = _timed_harness(tmp_path)
+    reads = _reads(harness, monkeypatch)
     harness.warmup(warmup)
+    sets = harness.rotation.sets if harness.rotation else None
     harness.time(TimeRequest(FEW_REPS))
     harness.warmup(warmup)
-    assert held_while_reading == [False] * 4
+    assert reads == [False, False]
+    assert harness.rotation is not None and harness.rotation.sets is sets and harness.keeper is None
+    assert not harness.tampered_state
+
+
+def test_a_second_warm_up_on_new_set_files_lets_go_of_the_first_phases_sets_before_reading(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kept reference child gets the next evaluation's sets under the same names. Holding the first phase's
+    sets and kept outputs through the read doubled its memory on KernelBench's largest problems."""
+    harness, warmup = _timed_harness(tmp_path)
+    reads = _reads(harness, monkeypatch)
+    harness.warmup(warmup)
+    harness.time(TimeRequest(FEW_REPS))
+    for path in warmup.input_sets:
+        written = os.stat(path).st_mtime_ns
+        os.unlink(path)
+        tensorfile.save(path, [torch.full((64,), 3.0)])
+        # The next evaluation's sets are written seconds later; here the file system's clock may not have
+        # moved on, and a new file can get the old one's inode.
+        os.utime(path, ns=(written + 10**9, written + 10**9))
+    harness.warmup(warmup)
+    assert reads == [False, False, False, False]
+    assert harness.rotation is not None and float(harness.rotation.sets[0][0][0]) == 3.0
+
+
+def test_sets_changed_in_memory_are_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    harness, warmup = _timed_harness(tmp_path)
+    reads = _reads(harness, monkeypatch)
+    harness.warmup(warmup)
+    assert harness.rotation is not None
+    kept = harness.rotation.sets[0][0].clone()
+    harness.rotation.sets[0][0].zero_()
+    harness.warmup(warmup)
+    assert len(reads) == 4 and torch.equal(harness.rotation.sets[0][0], kept)

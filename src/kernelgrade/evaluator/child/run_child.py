@@ -8,12 +8,14 @@ Run as `python -m kernelgrade.evaluator.child.run_child`; requests arrive as JSO
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import time
 import traceback
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -71,8 +73,13 @@ _Tensor = torch.Tensor
 _equal = torch.equal
 _perf_counter = time.perf_counter
 _sleep = time.sleep
+_stat = os.stat
 _setprofile = sys.setprofile
 _getprofile = sys.getprofile
+
+# A file as read: its path, inode, size, modification and change times (ns).
+FileStamp = tuple[str, int, int, int, int]
+
 # After these the judge uses the device (compares outputs, times the reference) while this child waits: the
 # cache the call or the timed reps left is handed back so that the judge has room (device_cache.py). Not after
 # WARMUP: the timed reps that follow would pay for getting it again.
@@ -91,6 +98,14 @@ QUIET_BUDGET_S = 1.0
 
 class SubmissionFailed(Exception):
     """The submission raised; carries the formatted traceback."""
+
+
+@dataclass(frozen=True)
+class TimingState:
+    """What the timed reps rely on besides code (Harness._timing_state)."""
+
+    sets: tuple[Any, ...]  # the input sets' identities and bits
+    harness: tuple[Any, ...]  # the flush buffer's and the harness objects' instance attributes
 
 
 def output_meta(value: Any) -> OutputMeta:
@@ -189,12 +204,13 @@ class Harness:
         self.l2_state = L2Reset()
         self.extensions = ExtensionWatch()
         self.rotation: timing.InputRotation | None = None
+        self.set_files: tuple[FileStamp, ...] | None = None  # the rotation's sets' files
         self.flusher: timing.Flusher | None = None
         self.holding: timing.Holding | None = None
         self.keeper: timing.OutputKeeper | None = None
         self.region: SharedRegion | None = None  # the judge's region for outputs (wire/shared_region.py)
         self.settle_s = MIN_SETTLE_S
-        self.timing_state: tuple[Any, ...] = ()
+        self.timing_state: TimingState | None = None
         self.tampered_state: list[str] = []
 
     def handle(self, request: Request[Any] | Refusal) -> tuple[object, float]:
@@ -338,13 +354,20 @@ class Harness:
 
     def warmup(self, request: WarmupRequest) -> WarmupReply:
         # Sets, flush buffer and L2 reset are ready before `time`, so the judge's clock around that phase
-        # covers only the reps. A warm-up after an earlier phase (the reference's child runs one before and
-        # one after the candidate) lets go of that phase's sets and kept outputs before reading the sets
-        # again: held through the read, they took 49 GiB of an H200 on a problem with 7 GiB inputs.
-        self.rotation = self.flusher = self.keeper = None
-        self.rotation = timing.InputRotation([self._inputs(p) for p in request.input_sets])
+        # covers only the reps. The reference's child runs a warm-up before and one after the candidate, on
+        # the same set files: where the files are the ones read and the sets are as they were, the sets are
+        # kept rather than read again (every set copied through a file and onto the device, a few hundred MB on
+        # a 4096x4096 matmul). Otherwise the earlier sets and kept outputs are let go of before the read: held
+        # through it, they took 49 GiB of an H200 on a problem with 7 GiB inputs.
+        earlier = self._sets_read_from(request.input_sets)
+        self.flusher = self.keeper = None
+        if earlier is None:
+            self._read_sets(request.input_sets)
         self.flusher = timing.Flusher(self.device, request.flush_bytes)
         self.timing_state = self._timing_state()
+        if earlier is not None and self.timing_state.sets != earlier:  # changed in memory since: read again
+            self._read_sets(request.input_sets)
+            self.timing_state = self._timing_state()
         params = request.params
         # The problem may ask to be timed under PyTorch's default switches; from here on those are the
         # harness's own, and only a change from them is the submission's.
@@ -360,19 +383,35 @@ class Harness:
         self._check_timing_state()
         return WarmupReply(calls=calls, integrity=self._integrity())
 
-    def _timing_state(self) -> tuple[Any, ...]:
+    def _sets_read_from(self, paths: Sequence[Path]) -> tuple[Any, ...] | None:
+        """The held sets' state at the last warm-up, where they were read from these very files (same inode,
+        size, modification and change times) and no check has seen the timing state change since; None where
+        the files must be read. Comparing the sets with that state costs no extra pass over them: warmup()
+        fingerprints them anyway."""
+        if self.rotation is None or self.timing_state is None or self.tampered_state:
+            return None
+        stamps = _stamps(paths)
+        return self.timing_state.sets if stamps is not None and stamps == self.set_files else None
+
+    def _read_sets(self, paths: Sequence[Path]) -> None:
+        self.rotation = None
+        self.rotation = timing.InputRotation([self._inputs(p) for p in paths])
+        self.set_files = _stamps(paths)
+
+    def _timing_state(self) -> TimingState:
         """What the timed reps rely on besides code: the objects that supply inputs and flush caches, their
         instance attributes, and the input sets' bits. A submission that zeroes the sets, swaps the flush
         buffer for a small one or shadows a method on an instance changes this."""
         assert self.rotation is not None and self.flusher is not None
         flusher, rotation = self.flusher, self.rotation
         buffer = flusher._buffer
-        return (id(rotation.sets), tuple(map(id, rotation.sets)), tuple(tuple(fingerprints(s)) for s in rotation.sets),
-                id(flusher._l2), id(buffer), buffer.data_ptr(), buffer.numel(), flusher.nbytes,
-                tuple(_shadowed(o) for o in (self, flusher, rotation)))
+        return TimingState(
+            (id(rotation.sets), tuple(map(id, rotation.sets)), tuple(tuple(fingerprints(s)) for s in rotation.sets)),
+            (id(flusher._l2), id(buffer), buffer.data_ptr(), buffer.numel(), flusher.nbytes,
+             tuple(_shadowed(o) for o in (self, flusher, rotation))))
 
     def _check_timing_state(self) -> None:
-        if self.timing_state and self._timing_state() != self.timing_state:
+        if self.timing_state is not None and self._timing_state() != self.timing_state:
             self.tampered_state = ["the harness's timing state (input sets, flush buffer or instance methods)"]
 
     def _reset_l2(self) -> L2Reset:
@@ -475,6 +514,15 @@ def _prewarm(device: torch.device) -> None:
         end.record()
         torch.cuda.synchronize(device)
         start.elapsed_time(end)
+
+
+def _stamps(paths: Sequence[Path]) -> tuple[FileStamp, ...] | None:
+    """Each file's stamp; None where one cannot be read."""
+    try:
+        return tuple((str(p), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) for p in paths
+                     for st in (_stat(p),))
+    except OSError:
+        return None
 
 
 def _shadowed(instance: object) -> tuple[str, ...]:
