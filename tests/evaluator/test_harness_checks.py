@@ -27,6 +27,7 @@ from kernelgrade.evaluator.wire import tensorfile
 from kernelgrade.evaluator.wire.protocol import (
     CallRequest,
     Op,
+    ReadSetsRequest,
     ReadyRequest,
     TimedOutputsRequest,
     TimeRequest,
@@ -343,3 +344,28 @@ def test_sets_changed_in_memory_are_read_again(tmp_path: Path, monkeypatch: pyte
     harness.rotation.sets[0][0].zero_()
     harness.warmup(warmup)
     assert len(reads) == 4 and torch.equal(harness.rotation.sets[0][0], kept)
+
+
+def test_sets_read_ahead_are_kept_by_the_warm_up_on_the_same_files(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference's child reads them while the candidate's trials run: its warm-up at timing reads nothing."""
+    harness, warmup = _timed_harness(tmp_path)
+    reads = _reads(harness, monkeypatch)
+    harness.read_sets(ReadSetsRequest(warmup.input_sets))
+    assert harness.rotation is not None
+    sets = harness.rotation.sets
+    harness.warmup(warmup)
+    harness.time(TimeRequest(FEW_REPS))
+    assert reads == [False, False] and harness.rotation.sets is sets and not harness.tampered_state
+
+
+def test_sets_read_ahead_and_changed_before_the_warm_up_are_read_again(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    harness, warmup = _timed_harness(tmp_path)
+    reads = _reads(harness, monkeypatch)
+    harness.read_sets(ReadSetsRequest(warmup.input_sets))
+    assert harness.rotation is not None
+    kept = harness.rotation.sets[1][0].clone()
+    harness.rotation.sets[1][0].add_(1.0)
+    harness.warmup(warmup)
+    assert len(reads) == 4 and torch.equal(harness.rotation.sets[1][0], kept)

@@ -19,6 +19,7 @@ from kernelgrade.evaluator.judge.pipeline import child_kind
 from kernelgrade.evaluator.judge.reference_ahead import ReferenceAhead
 from kernelgrade.evaluator.judge.reference_child import ReferenceChild, child_key
 from kernelgrade.evaluator.request import TimingParams
+from kernelgrade.evaluator.wire import tensorfile
 from tests.conftest import TEST_LIMITS, RequestFactory
 from tests.evaluator.test_warm import ADD
 
@@ -66,6 +67,35 @@ def test_a_ready_spare_is_loaded_in_the_background_and_times_the_reference(child
         assert given is child and len(given.run(SMALL).raw.device_ms) >= SMALL.min_reps
     ahead.close()
     assert children.keeps(child_key(reference, SEED, CPU))
+
+
+def test_the_child_loaded_ahead_reads_the_timing_sets_and_keeps_them_for_timing(children: RunChildren,
+                                                                                tmp_path: Path) -> None:
+    reference = _reference()
+    paths = [tmp_path / f"timing_{k}.kgt" for k in range(SMALL.input_sets)]
+    for k, path in enumerate(paths):
+        tensorfile.save(path, reference.make_inputs(k))
+    ahead = ReferenceAhead(children, CPU, reference, SEED, TEST_LIMITS, lambda: paths)
+    _ready(children, CPU, 1)
+    ahead.start()
+    child = ahead.child()
+    assert child is not None and child.how == "loaded ahead, timing sets read ahead"
+    links = [(p.stat().st_ino, p.stat().st_ctime_ns) for p in child.sets]
+    with ReferenceChild.loaded(children, CPU, reference, paths, SEED, 1 << 20, TEST_LIMITS, child) as given:
+        # The same files are not linked again: the child keeps sets only from the very files it read.
+        assert [(p.stat().st_ino, p.stat().st_ctime_ns) for p in given.sets] == links
+        assert len(given.run(SMALL).raw.device_ms) >= SMALL.min_reps
+    ahead.close()
+
+
+def test_no_sets_are_read_ahead_for_an_evaluation_that_ends_before_timing(children: RunChildren) -> None:
+    ahead = ReferenceAhead(children, CPU, _reference(), SEED, TEST_LIMITS, lambda: [])
+    _ready(children, CPU, 1)
+    ahead.start()
+    child = ahead.child()
+    assert child is not None and child.how == "loaded ahead" and child.sets == []
+    child.close()
+    ahead.close()
 
 
 def test_a_spare_still_starting_is_waited_for_in_the_background(children: RunChildren) -> None:
@@ -119,7 +149,7 @@ def test_a_stream_finds_its_reference_loaded_ahead_then_kept_and_a_wrong_candida
     finally:
         warm.close()
     assert [first.verdict, second.verdict] == [Verdict.CORRECT] * 2, (first.failure, second.failure)
-    assert dict(first.extra)["reference_child"] == "loaded ahead"
+    assert dict(first.extra)["reference_child"] == "loaded ahead, timing sets read ahead"
     assert dict(second.extra)["reference_child"] == "kept"
     assert wrong.verdict is Verdict.INCORRECT and "reference_child" not in dict(wrong.extra)
     assert not loaded  # the wrong candidate's first trial failed: no reference was loaded for its timing

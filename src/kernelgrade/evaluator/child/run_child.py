@@ -46,6 +46,7 @@ from kernelgrade.evaluator.wire.protocol import (
     ExitRequest,
     LoadRequest,
     Op,
+    ReadSetsRequest,
     ReadyRequest,
     Refusal,
     RefusalKind,
@@ -105,7 +106,9 @@ class TimingState:
     """What the timed reps rely on besides code (Harness._timing_state)."""
 
     sets: tuple[Any, ...]  # the input sets' identities and bits
-    harness: tuple[Any, ...]  # the flush buffer's and the harness objects' instance attributes
+    # The flush buffer's and the harness objects' instance attributes; empty where the sets were read ahead of
+    # the warm-up that makes the flush buffer.
+    harness: tuple[Any, ...] = ()
 
 
 def output_meta(value: Any) -> OutputMeta:
@@ -221,8 +224,9 @@ class Harness:
         # Each handler takes its op's request type and returns that request's reply type. Made per request from
         # the class's methods, which the guard watches (a table kept on the instance could be edited unseen).
         handlers: dict[Op, Callable[[Any], object]] = {
-            Op.READY: self.ready, Op.WARM: self.warm, Op.LOAD: self.load, Op.CALL: self.call, Op.WARMUP: self.warmup,
-            Op.TIME: self.time, Op.TIMED_OUTPUTS: self.timed_outputs}
+            Op.READY: self.ready, Op.WARM: self.warm, Op.LOAD: self.load, Op.CALL: self.call,
+            Op.READ_SETS: self.read_sets, Op.WARMUP: self.warmup, Op.TIME: self.time,
+            Op.TIMED_OUTPUTS: self.timed_outputs}
         handler = handlers.get(request.OP)
         if handler is None:
             return Refusal(RefusalKind.PROTOCOL, f"unknown op {request.OP.value!r}"), 0.0
@@ -352,13 +356,21 @@ class Harness:
         except BaseException as exc:  # an asynchronous CUDA error surfaces here
             raise SubmissionFailed(_format_exception(exc)) from None
 
+    def read_sets(self, request: ReadSetsRequest) -> Done:
+        """The sets read ahead of the warm-up on the same files, which keeps them (warmup())."""
+        self.flusher = self.keeper = None
+        if self._sets_read_from(request.input_sets) is None:
+            self._read_sets(request.input_sets)
+            self.timing_state = TimingState(self._sets_state())
+        return Done()
+
     def warmup(self, request: WarmupRequest) -> WarmupReply:
         # Sets, flush buffer and L2 reset are ready before `time`, so the judge's clock around that phase
-        # covers only the reps. The reference's child runs a warm-up before and one after the candidate, on
-        # the same set files: where the files are the ones read and the sets are as they were, the sets are
-        # kept rather than read again (every set copied through a file and onto the device, a few hundred MB on
-        # a 4096x4096 matmul). Otherwise the earlier sets and kept outputs are let go of before the read: held
-        # through it, they took 49 GiB of an H200 on a problem with 7 GiB inputs.
+        # covers only the reps. The reference's child reads the sets ahead, and runs a warm-up before and one
+        # after the candidate, on the same set files: where the files are the ones read and the sets are as
+        # they were, the sets are kept rather than read again (every set copied through a file and onto the
+        # device, a few hundred MB on a 4096x4096 matmul). Otherwise the earlier sets and kept outputs are let
+        # go of before the read: held through it, they took 49 GiB of an H200 on a problem with 7 GiB inputs.
         earlier = self._sets_read_from(request.input_sets)
         self.flusher = self.keeper = None
         if earlier is None:
@@ -384,9 +396,9 @@ class Harness:
         return WarmupReply(calls=calls, integrity=self._integrity())
 
     def _sets_read_from(self, paths: Sequence[Path]) -> tuple[Any, ...] | None:
-        """The held sets' state at the last warm-up, where they were read from these very files (same inode,
-        size, modification and change times) and no check has seen the timing state change since; None where
-        the files must be read. Comparing the sets with that state costs no extra pass over them: warmup()
+        """The held sets' state at the last warm-up or read, where they were read from these very files (same
+        inode, size, modification and change times) and no check has seen the timing state change since; None
+        where the files must be read. Comparing the sets with that state costs no extra pass over them: warmup()
         fingerprints them anyway."""
         if self.rotation is None or self.timing_state is None or self.tampered_state:
             return None
@@ -405,10 +417,13 @@ class Harness:
         assert self.rotation is not None and self.flusher is not None
         flusher, rotation = self.flusher, self.rotation
         buffer = flusher._buffer
-        return TimingState(
-            (id(rotation.sets), tuple(map(id, rotation.sets)), tuple(tuple(fingerprints(s)) for s in rotation.sets)),
-            (id(flusher._l2), id(buffer), buffer.data_ptr(), buffer.numel(), flusher.nbytes,
-             tuple(_shadowed(o) for o in (self, flusher, rotation))))
+        return TimingState(self._sets_state(), (id(flusher._l2), id(buffer), buffer.data_ptr(), buffer.numel(),
+                                                flusher.nbytes, tuple(_shadowed(o) for o in (self, flusher, rotation))))
+
+    def _sets_state(self) -> tuple[Any, ...]:
+        assert self.rotation is not None
+        sets = self.rotation.sets
+        return id(sets), tuple(map(id, sets)), tuple(tuple(fingerprints(s)) for s in sets)
 
     def _check_timing_state(self) -> None:
         if self.timing_state is not None and self._timing_state() != self.timing_state:

@@ -29,6 +29,7 @@ from kernelgrade.evaluator.wire.protocol import (
     ForgedReply,
     LoadRequest,
     Op,
+    ReadSetsRequest,
     ReadyRequest,
     Refusal,
     Request,
@@ -176,6 +177,10 @@ class RunSession:
         self.region.reserve(region_bytes)
         return self.region.reserved
 
+    def read_sets(self, input_sets: list[Path], timeout: float) -> None:
+        """Have the child read the timing sets ahead of a warmup() on the same files, which keeps them."""
+        self._request(Stage.TIMING, ReadSetsRequest(tuple(input_sets)), timeout)
+
     def warmup(self, input_sets: list[Path], params: TimingParams, flush_bytes: int, timeout: float,
                settle_s: float = 0.0) -> Integrity:
         request = WarmupRequest(tuple(input_sets), params, flush_bytes, settle_s)
@@ -213,7 +218,8 @@ def _forged(stage: Stage, request: Request[Any], what: str, output: str) -> Fail
 
 def _what(request: Request[Any]) -> str:
     return {Op.WARM: "starting the run child", Op.LOAD: "loading ModelNew", Op.CALL: "forward()",
-            Op.WARMUP: "warm-up", Op.TIME: "the timing loop", Op.TIMED_OUTPUTS: "writing timed outputs"}.get(
+            Op.READ_SETS: "reading the timing sets", Op.WARMUP: "warm-up", Op.TIME: "the timing loop",
+            Op.TIMED_OUTPUTS: "writing timed outputs"}.get(
         request.OP, "the child")
 
 

@@ -192,7 +192,8 @@ def _child_stages(job: Job, record: Record, session: RunSession, reference: Refe
         _checked(job, record, session, reference, files, prebuilt)
         return None
     inputs = TimingInputs(job, reference)
-    ahead = ReferenceAhead(job.warm.children, kind, reference, job.request.trials.seed, job.request.limits)
+    ahead = ReferenceAhead(job.warm.children, kind, reference, job.request.trials.seed, job.request.limits,
+                           inputs.files_once_written)
     try:
         baseline = _checked(job, record, session, reference, files, prebuilt, ahead.start)
         timed = time_candidate(job, record, session, reference, inputs, kind, ahead)

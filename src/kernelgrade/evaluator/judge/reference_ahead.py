@@ -6,12 +6,18 @@ weights). Loaded at the start of the timing stage, that was device time of every
 was not kept. A candidate that passes its first trial nearly always reaches timing, so from then on the load runs
 beside its remaining trials, in the other child; correctness is not a measurement, so nothing timed shares the
 device with it. A candidate that fails its first trial costs no spare and no load.
+
+Once loaded, the child reads the evaluation's timing sets as well, as soon as the judge has written them: read at
+timing, that was its first warm-up's copy of every set through a file and onto the device (384 MiB for the seed
+problems), in the verdict's device time. Its warm-ups keep sets read from the same files (child/run_child.py).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import torch
 
@@ -20,13 +26,15 @@ from kernelgrade.evaluator.host.run_children import ChildKind, RunChildren
 from kernelgrade.evaluator.host.session import StageFailed
 from kernelgrade.evaluator.judge.reference_child import ReferenceChild, child_key
 from kernelgrade.evaluator.request import Limits
+from kernelgrade.evaluator.wire import tensorfile
 
 log = logging.getLogger(__name__)
 
 # A child loaded ahead holds the reference's weights on the device beside the candidate's child and the trials the
 # judge makes, which the judge's budgets (an eighth of the card each for kept references and a trial made ahead)
 # leave room for, but not for much more: only weights within a sixteenth of the card load ahead (5 GiB of an
-# H100, which takes in 55_Matmul's 4 GiB); larger ones load at timing, once the trials are let go.
+# H100, which takes in 55_Matmul's 4 GiB); larger ones load at timing, once the trials are let go. The timing sets
+# the child reads ahead count against the same share.
 WEIGHTS_SHARE = 16
 
 
@@ -35,9 +43,12 @@ class ReferenceAhead:
     is called. Close it: a child loaded for an evaluation that ended before timing is closed as a timed one is
     (kept for the next evaluation of its problem where it may be)."""
 
-    def __init__(self, children: RunChildren, kind: ChildKind, reference: Reference, seed: int,
-                 limits: Limits) -> None:
+    def __init__(self, children: RunChildren, kind: ChildKind, reference: Reference, seed: int, limits: Limits,
+                 sets: Callable[[], Sequence[Path]] | None = None) -> None:
+        """`sets`: the evaluation's timing set files once written (none where it will not be timed), for the child
+        to read ahead; None: the child reads them at timing."""
         self._children, self._kind, self._reference, self._seed, self._limits = children, kind, reference, seed, limits
+        self._sets = sets
         self._pool: ThreadPoolExecutor | None = None
         self._loading: Future[ReferenceChild | None] | None = None
         self._passed_over = ""  # why the reference was not loaded ahead, where it was not
@@ -50,7 +61,7 @@ class ReferenceAhead:
         loading thread)."""
         if self._pool is not None or self._children.keeps(child_key(self._reference, self._seed, self._kind)):
             return
-        if not _fits_beside(self._reference):
+        if not _fits_beside(self._reference, 0):
             self._passed_over = f"its weights take more than 1/{WEIGHTS_SHARE} of the device"
             return
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="reference-ahead")
@@ -60,7 +71,24 @@ class ReferenceAhead:
         spare = self._children.take_spare(self._kind)
         if spare is None:
             return None
-        return ReferenceChild.started(self._children, self._kind, self._reference, self._seed, self._limits, spare)
+        child = ReferenceChild.started(self._children, self._kind, self._reference, self._seed, self._limits, spare)
+        try:
+            child.how = "loaded ahead" + self._read_ahead(child)
+        except BaseException:
+            child.close(failed=True)
+            raise
+        return child
+
+    def _read_ahead(self, child: ReferenceChild) -> str:
+        """Has `child` read the timing sets once they are written, where they fit beside the candidate with the
+        weights; what the child's description adds."""
+        paths = list(self._sets()) if self._sets is not None else []
+        if not paths:
+            return ""
+        if not _fits_beside(self._reference, sum(tensorfile.size(path) for path in paths)):
+            return f"; timing sets read at timing: with the weights they take more than 1/{WEIGHTS_SHARE} of the device"
+        child.read_ahead(paths)
+        return ", timing sets read ahead"
 
     def child(self) -> ReferenceChild | None:
         """The child loaded ahead, once its load has ended, for the caller to close; None where none was started
@@ -79,7 +107,6 @@ class ReferenceAhead:
         if child is None:
             self._passed_over = "no spare child was ready or starting once the first trial had passed"
             return None
-        child.how = "loaded ahead"
         return child
 
     def described(self, child: ReferenceChild) -> str:
@@ -101,9 +128,10 @@ class ReferenceAhead:
             self._pool.shutdown(wait=True)
 
 
-def _fits_beside(reference: Reference) -> bool:
+def _fits_beside(reference: Reference, set_bytes: int) -> bool:
+    """Whether the reference's weights and `set_bytes` of timing sets are within WEIGHTS_SHARE of its device."""
     device = reference.device
     if device.type != "cuda":
         return True
     weights = Footprint.of([*reference.model.parameters(), *reference.model.buffers()])
-    return weights.device <= torch.cuda.get_device_properties(device).total_memory // WEIGHTS_SHARE
+    return weights.device + set_bytes <= torch.cuda.get_device_properties(device).total_memory // WEIGHTS_SHARE

@@ -144,16 +144,31 @@ class ReferenceChild:
         return cls(session, limits, done, "kept" if kept else "loaded")
 
     def given(self, sets: Sequence[Path | list[Any]], flush_bytes: int) -> None:
-        """The timing input sets of this evaluation, in place of any an earlier one gave, and its flush size."""
+        """The timing input sets of this evaluation, in place of any an earlier one gave, and its flush size. The
+        same files given again are left as they are: linked again, they would be new to the child, which keeps
+        sets it read only from the very files it read them from."""
+        self.flush_bytes = flush_bytes
+        if _linked(sets, self.sets):
+            return
         _clear_sets(self.session.work_dir)
         self.sets = [_placed(self.session.work_dir, k, s) for k, s in enumerate(sets)]
         self._read = sum(tensorfile.size(path) for path in self.sets)
-        self.flush_bytes = flush_bytes
+
+    def read_ahead(self, sets: Sequence[Path]) -> None:
+        """The timing input sets given and read by the child ahead of the timing stage, which gives it the same
+        files (given()); its warm-up keeps them where they are unchanged. Raises StageFailed where the child
+        cannot read them."""
+        self.given(sets, self.flush_bytes)
+        self.session.read_sets(self.sets, Limits.moving(self.limits.timing_s, self._read))
 
     def run(self, params: TimingParams) -> ReferenceRun:
         """Warm up, then one timed phase under `params`."""
-        self.session.warmup(self.sets, params, self.flush_bytes, Limits.moving(self.limits.timing_s, self._read))
+        self.warm_up(params)
         return ReferenceRun.of(self.time(params))
+
+    def warm_up(self, params: TimingParams) -> None:
+        """The warm-up before a timed phase under `params`, on the sets given (kept where it read them already)."""
+        self.session.warmup(self.sets, params, self.flush_bytes, Limits.moving(self.limits.timing_s, self._read))
 
     def time(self, params: TimingParams) -> TimedReply:
         """One timed phase without a warm-up first: a round of an interleaved phase, after a run."""
@@ -211,6 +226,17 @@ def _clear_sets(work_dir: Path) -> None:
     """The timing sets a kept child was given for an evaluation before: their links would keep those files."""
     for path in work_dir.glob(f"{_SET_PREFIX}*{_SET_SUFFIX}"):
         tensorfile.remove(path)
+
+
+def _linked(sets: Sequence[Path | list[Any]], placed: Sequence[Path]) -> bool:
+    """Whether `placed` are links to the files `sets`, one for one (a link keeps its file's inode in use, so
+    another file written under a set's name later is never taken for it)."""
+    if len(sets) != len(placed) or not placed:
+        return False
+    try:
+        return all(isinstance(s, Path) and os.path.samefile(s, p) for s, p in zip(sets, placed, strict=True))
+    except OSError:
+        return False
 
 
 def _placed(work_dir: Path, index: int, values: Path | list[Any]) -> Path:

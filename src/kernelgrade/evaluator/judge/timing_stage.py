@@ -87,6 +87,15 @@ class TimingInputs:
     def result(self) -> tuple[list[list[Any]], list[Path]]:
         return self._made.result()
 
+    def files_once_written(self) -> list[Path]:
+        """The sets' files once written, for the reference's child to read ahead; none where the evaluation
+        ended before timing or they could not be written (the timing stage reports why)."""
+        try:
+            _sets, paths = self._made.result()
+        except Exception:
+            return []
+        return [] if self._unwanted.is_set() else paths
+
     def close(self) -> None:
         """Begins no further set (an evaluation that ended before timing, an incorrect one say, wants none) and
         waits for the one being written, so the job's dir is not removed under it."""
@@ -236,11 +245,14 @@ def _in_turns(job: Job, record: Record, session: RunSession, in_child: Reference
 
 
 def _reference_run(job: Job, in_child: ReferenceChild, label: str, params: TimingParams) -> ReferenceRun:
-    with job.timed(label):
-        try:
-            return in_child.run(params)
-        except StageFailed as failed:
-            raise _grader_failed(failed) from None
+    """The reference's warm-up and timed phase, under `label`_warmup and `label` in the stage seconds."""
+    try:
+        with job.timed(f"{label}_warmup"):
+            in_child.warm_up(params)
+        with job.timed(label):
+            return ReferenceRun.of(in_child.time(params))
+    except StageFailed as failed:
+        raise _grader_failed(failed) from None
 
 
 def _phase_again(job: Job, session: RunSession, in_child: ReferenceChild, loop: ReferenceLoop,

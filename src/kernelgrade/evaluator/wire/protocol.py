@@ -50,6 +50,7 @@ class Op(StrEnum):
     WARM = "warm"
     LOAD = "load"
     CALL = "call"
+    READ_SETS = "read_sets"
     WARMUP = "warmup"
     TIME = "time"
     TIMED_OUTPUTS = "timed_outputs"
@@ -115,6 +116,15 @@ class CallRequest(Request[CallReply]):
 
 
 @dataclass(frozen=True)
+class ReadSetsRequest(Request[Done]):
+    """Read the timing input sets ahead of the warm-up on the same files, which keeps them where they are
+    unchanged: the reference's child reads them while the candidate's trials run (judge/reference_ahead.py)."""
+
+    OP = Op.READ_SETS
+    input_sets: tuple[Path, ...]
+
+
+@dataclass(frozen=True)
 class WarmupRequest(Request[WarmupReply]):
     OP = Op.WARMUP
     input_sets: tuple[Path, ...]
@@ -154,8 +164,8 @@ class ExitRequest(Request[None]):
 
 
 REQUESTS: Mapping[Op, type[Request[Any]]] = MappingProxyType({kind.OP: kind for kind in (
-    ReadyRequest, WarmRequest, LoadRequest, CallRequest, WarmupRequest, TimeRequest, TimedOutputsRequest,
-    ExitRequest)})
+    ReadyRequest, WarmRequest, LoadRequest, CallRequest, ReadSetsRequest, WarmupRequest, TimeRequest,
+    TimedOutputsRequest, ExitRequest)})
 
 
 class RefusalKind(StrEnum):
