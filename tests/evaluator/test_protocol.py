@@ -43,6 +43,7 @@ from kernelgrade.evaluator.wire.protocol import (
     ForgedReply,
     LoadRequest,
     Op,
+    ReadSetsRequest,
     ReadyRequest,
     Refusal,
     RefusalKind,
@@ -86,6 +87,7 @@ EXCHANGES: list[tuple[Request[Any], object]] = [
     (TimeRequest(PARAMS), TimeReply((1.0, 1.5, math.inf), (1.1, 1.6, 2.0), "target_precision", "cuda_event",
                                     INTEGRITY, L2Reset("reset", 1 << 20, 0), 1, 2, (0.08, 0.09, 0.1))),
     (TimedOutputsRequest(Path("/w/timed")), TimedOutputsReply(3, (4, 17), INTEGRITY)),
+    (ReadSetsRequest((Path("/w/t0.kgt"), Path("/w/t1.kgt"))), Done()),
 ]
 
 
