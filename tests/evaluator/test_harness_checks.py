@@ -335,15 +335,19 @@ def test_a_second_warm_up_on_new_set_files_lets_go_of_the_first_phases_sets_befo
     assert harness.rotation is not None and float(harness.rotation.sets[0][0][0]) == 3.0
 
 
-def test_sets_changed_in_memory_are_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("ahead", [False, True], ids=["after_a_warm_up", "read_ahead"])
+def test_sets_changed_in_memory_are_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ahead: bool) -> None:
     harness, warmup = _timed_harness(tmp_path)
     reads = _reads(harness, monkeypatch)
-    harness.warmup(warmup)
+    if ahead:
+        harness.read_sets(ReadSetsRequest(warmup.input_sets))
+    else:
+        harness.warmup(warmup)
     assert harness.rotation is not None
-    kept = harness.rotation.sets[0][0].clone()
-    harness.rotation.sets[0][0].zero_()
+    kept = harness.rotation.sets[1][0].clone()
+    harness.rotation.sets[1][0].add_(1.0)
     harness.warmup(warmup)
-    assert len(reads) == 4 and torch.equal(harness.rotation.sets[0][0], kept)
+    assert len(reads) == 4 and torch.equal(harness.rotation.sets[1][0], kept)
 
 
 def test_sets_read_ahead_are_kept_by_the_warm_up_on_the_same_files(tmp_path: Path,
@@ -357,15 +361,3 @@ def test_sets_read_ahead_are_kept_by_the_warm_up_on_the_same_files(tmp_path: Pat
     harness.warmup(warmup)
     harness.time(TimeRequest(FEW_REPS))
     assert reads == [False, False] and harness.rotation.sets is sets and not harness.tampered_state
-
-
-def test_sets_read_ahead_and_changed_before_the_warm_up_are_read_again(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    harness, warmup = _timed_harness(tmp_path)
-    reads = _reads(harness, monkeypatch)
-    harness.read_sets(ReadSetsRequest(warmup.input_sets))
-    assert harness.rotation is not None
-    kept = harness.rotation.sets[1][0].clone()
-    harness.rotation.sets[1][0].add_(1.0)
-    harness.warmup(warmup)
-    assert len(reads) == 4 and torch.equal(harness.rotation.sets[1][0], kept)
