@@ -14,6 +14,9 @@ from collections.abc import Mapping
 
 # A reply larger than this is not something our child harness writes; refusing it bounds the judge's memory.
 MAX_REPLY_BYTES = 16 * 1024 * 1024
+# The wait for the end of a child's stderr once the child is gone. Its own end closes it at once; a process it
+# left behind in its group may hold it open for as long as it runs, and two seconds bound that wait.
+DRAIN_S = 2.0
 
 
 class ChildGone(Exception):
@@ -78,7 +81,7 @@ class ChildProcess:
             self.proc.stdin.write(json.dumps(message).encode() + b"\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
-            raise ChildGone(self.exit_description()) from exc
+            raise ChildGone(self._ended()) from exc
 
     def receive(self, timeout: float) -> dict[str, object]:
         line = self._read_line(time.monotonic() + timeout)
@@ -107,7 +110,7 @@ class ChildProcess:
                     continue
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
-                    raise ChildGone(self.exit_description())
+                    raise ChildGone(self._ended())
                 self._buffer += chunk
                 if len(self._buffer) > MAX_REPLY_BYTES:
                     raise BadReply("reply larger than the protocol allows")
@@ -124,10 +127,21 @@ class ChildProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self._drain.join(timeout=2)
+        self._drain.join(timeout=DRAIN_S)
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if stream:
-                stream.close()
+            # A request the child was gone before reading may still wait in stdin's buffer: closing flushes it
+            # into a pipe no one reads (BrokenPipeError), and closes the pipe all the same.
+            with contextlib.suppress(OSError):
+                if stream:
+                    stream.close()
+
+    def _ended(self) -> str:
+        """How the gone child ended, once what it wrote to stderr has been read to the end: the caller reports
+        its log next (why a sandbox refused to start it, a crash's traceback), which the thread draining stderr
+        may still be reading on a busy host."""
+        description = self.exit_description()
+        self._drain.join(timeout=DRAIN_S)
+        return description
 
     def exit_description(self) -> str:
         """Say how the child ended, waiting briefly for it to finish dying."""
