@@ -269,8 +269,11 @@ def test_a_keeper_that_retains_nothing_still_fingerprints_every_output(monkeypat
     assert keeper.kept() == [] and fingerprinted == [1] * 6
 
 
-def _timed_harness(tmp_path: Path) -> tuple[run_child.Harness, WarmupRequest]:
+def _timed_harness(tmp_path: Path, keeps_sets: bool = True) -> tuple[run_child.Harness, WarmupRequest]:
+    """A harness on the CPU, keeping sets read from the same files as it does on a GPU unless `keeps_sets` is
+    False, as on the CPU."""
     harness = run_child.Harness()
+    harness.keeps_sets = keeps_sets
     harness.model = lambda a: a * 2
     paths = [tmp_path / f"set_{k}.kgt" for k in range(2)]
     for path in paths:
@@ -313,6 +316,16 @@ def test_a_second_warm_up_on_the_same_set_files_keeps_the_sets(tmp_path: Path, m
     assert reads == [False, False]
     assert harness.rotation is not None and harness.rotation.sets is sets and harness.keeper is None
     assert not harness.tampered_state
+
+
+def test_on_the_cpu_every_warm_up_reads_the_sets_as_the_candidates_child_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    harness, warmup = _timed_harness(tmp_path, keeps_sets=False)
+    reads = _reads(harness, monkeypatch)
+    harness.warmup(warmup)
+    harness.time(TimeRequest(FEW_REPS))
+    harness.warmup(warmup)
+    assert reads == [False] * 4
 
 
 def test_a_second_warm_up_on_new_set_files_lets_go_of_the_first_phases_sets_before_reading(

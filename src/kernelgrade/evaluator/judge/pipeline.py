@@ -192,8 +192,10 @@ def _child_stages(job: Job, record: Record, session: RunSession, reference: Refe
         _checked(job, record, session, reference, files, prebuilt)
         return None
     inputs = TimingInputs(job, reference)
+    # Sets read ahead are kept by the child's warm-ups on a GPU only (run_child.Harness.keeps_sets).
+    sets_ahead = inputs.files_once_written if job.device.type == "cuda" else None
     ahead = ReferenceAhead(job.warm.children, kind, reference, job.request.trials.seed, job.request.limits,
-                           inputs.files_once_written)
+                           sets_ahead)
     try:
         baseline = _checked(job, record, session, reference, files, prebuilt, ahead.start)
         timed = time_candidate(job, record, session, reference, inputs, kind, ahead)
