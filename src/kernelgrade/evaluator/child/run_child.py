@@ -373,11 +373,12 @@ class Harness:
 
     def warmup(self, request: WarmupRequest) -> WarmupReply:
         # Sets, flush buffer and L2 reset are ready before `time`, so the judge's clock around that phase
-        # covers only the reps. The reference's child reads the sets ahead, and runs a warm-up before and one
-        # after the candidate, on the same set files: where the files are the ones read and the sets are as
-        # they were, the sets are kept rather than read again (every set copied through a file and onto the
-        # device, a few hundred MB on a 4096x4096 matmul). Otherwise the earlier sets and kept outputs are let
-        # go of before the read: held through it, they took 49 GiB of an H200 on a problem with 7 GiB inputs.
+        # covers only the reps. On a GPU (keeps_sets) the reference's child reads the sets ahead, and runs a
+        # warm-up before and one after the candidate, on the same set files: where the files are the ones read
+        # and the sets are as they were, the sets are kept rather than read again (every set copied through a
+        # file and onto the device, a few hundred MB on a 4096x4096 matmul). Otherwise the earlier sets and kept
+        # outputs are let go of before the read: held through it, they took 49 GiB of an H200 on a problem with
+        # 7 GiB inputs.
         earlier = self._sets_read_from(request.input_sets)
         self.flusher = self.keeper = None
         if earlier is None:

@@ -7,9 +7,10 @@ was not kept. A candidate that passes its first trial nearly always reaches timi
 beside its remaining trials, in the other child; correctness is not a measurement, so nothing timed shares the
 device with it. A candidate that fails its first trial costs no spare and no load.
 
-Once loaded, the child reads the evaluation's timing sets as well, as soon as the judge has written them: read at
-timing, that was its first warm-up's copy of every set through a file and onto the device (384 MiB for the seed
-problems), in the verdict's device time. Its warm-ups keep sets read from the same files (child/run_child.py).
+Given the sets' files (on a GPU: pipeline.py), the child once loaded reads the evaluation's timing sets as well, as
+soon as the judge has written them: read at timing, that was its first warm-up's copy of every set through a file
+and onto the device (384 MiB for the seed problems), in the verdict's device time. Its warm-ups keep sets read
+from the same files (child/run_child.py, on a GPU only).
 """
 
 from __future__ import annotations
