@@ -158,6 +158,11 @@ class Settings(BaseSettings):
     # Judges of the embedded pool: -1 = one per visible GPU, or one CPU judge when there is none; 0 = no
     # embedded pool (API only, workers run elsewhere).
     local_judges: int = Field(default=-1, ge=-1)
+    # Each judge grades in a process of its own (worker/grading_process.py) rather than a thread of the server's
+    # or worker's process: auto where there are two GPU judges or more, whose Python work (reading replies,
+    # making the reference's outputs, comparing) would otherwise take turns at one interpreter; on for every
+    # judge; off never.
+    judge_processes: Switch = "auto"
     # Run children each GPU judge keeps started and warm (torch imported, device context made) for the next
     # submissions, and whether it keeps references with their expected outputs between evaluations. 0: start
     # each child on demand and keep nothing, as a one-off `kernelgrade eval` does. Five, because a start (3-6 s

@@ -17,16 +17,16 @@ CRASH_MARK = "KILL-MY-WORKER"
 
 def main() -> int:
     from kernelgrade.cli import main as cli_main
-    from kernelgrade.worker import judge
+    from kernelgrade.worker import grader
 
-    real_evaluate = judge.evaluate  # type: ignore[attr-defined]
+    real_evaluate = grader.evaluate
 
     def evaluate(request: Any, *args: Any, **kwargs: Any) -> Any:
         if CRASH_MARK in request.submission:
             os.kill(os.getpid(), signal.SIGKILL)
         return real_evaluate(request, *args, **kwargs)
 
-    judge.evaluate = evaluate  # type: ignore[attr-defined]
+    grader.evaluate = evaluate
     return cli_main(["worker", *sys.argv[1:]])
 
 

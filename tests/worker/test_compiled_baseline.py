@@ -145,7 +145,7 @@ def _grade(judge: Judge, problem: ProblemRecord, database: Database, monkeypatch
         assert plan.later == judge.settings.measures_compiled_baseline
         return dataclasses.replace(_timed_result(problem), compiled_baseline_pending=plan.later)
 
-    monkeypatch.setattr("kernelgrade.worker.judge.evaluate", grade)
+    monkeypatch.setattr("kernelgrade.worker.grader.evaluate", grade)
     view = add_submission(database, problem, source)
     assert view.evaluation is not None
     assert judge.grade_delivered(view.evaluation.id) is GradeOutcome.GRADED
@@ -176,7 +176,7 @@ def test_an_idle_judge_measures_the_due_baseline_and_fills_in_the_waiting_evalua
         asked.append(request)
         return measured(2.0)
 
-    monkeypatch.setattr("kernelgrade.worker.judge.measure_baseline", measure)
+    monkeypatch.setattr("kernelgrade.worker.grader.measure_baseline", measure)
     assert judge.measure_a_due_baseline()
     assert not judge.measure_a_due_baseline()  # measured once, for both
     assert [r.problem.content_hash for r in asked] == [problem.content_hash]
@@ -201,7 +201,7 @@ def test_a_baseline_that_the_grader_fails_to_measure_is_left_alone_by_that_judge
     def broken(*_args: object) -> CompiledBaseline:
         raise RuntimeError("the grader broke")
 
-    monkeypatch.setattr("kernelgrade.worker.judge.measure_baseline", broken)
+    monkeypatch.setattr("kernelgrade.worker.grader.measure_baseline", broken)
     assert judge.measure_a_due_baseline()
     assert not judge.measure_a_due_baseline()  # not retried in a loop
 

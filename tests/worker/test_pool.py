@@ -22,6 +22,7 @@ from kernelgrade.storage.problems import upsert_problem
 from kernelgrade.storage.records import JobStatus, WorkerInfo
 from kernelgrade.storage.submissions import get_submission
 from kernelgrade.storage.workers import list_workers
+from kernelgrade.worker.grader import InProcessGrader
 from kernelgrade.worker.judge import Judge
 from kernelgrade.worker.judges import JudgeSlot
 from kernelgrade.worker.pool import START_TIME_SLACK_S, WorkerPool, worker_gone
@@ -43,15 +44,16 @@ def _evaluation(database: Database, submission_id: int):  # type: ignore[no-unty
     return view.evaluation
 
 
+@pytest.mark.parametrize("apart", ["off", "on"])
 def test_a_grader_fault_is_retried_up_to_the_cap_then_reported(database: Database, database_url: str,
-                                                                tmp_path: Path) -> None:
+                                                                tmp_path: Path, apart: str) -> None:
     source = (Path(__file__).parents[2] / "src/kernelgrade/problems/builtin/cpu/add_relu.py").read_text()
     broken = dataclasses.replace(new_problem("broken", source), content_hash="0" * 64)  # no longer loads
     with database.session() as session:
         problem = upsert_problem(session, broken).problem
     view = add_submission(database, problem, CORRECT)
     settings = base_settings(tmp_path, database_url, local_judges=-1, max_attempts=2, poll_seconds=0.2,
-                             sandbox="none", allow_unsandboxed=True)
+                             sandbox="none", allow_unsandboxed=True, judge_processes=apart)
     pool = WorkerPool.start(settings, database)
     try:
         with database.session() as session:
@@ -66,8 +68,9 @@ def test_a_grader_fault_is_retried_up_to_the_cap_then_reported(database: Databas
     assert evaluation.last_error is not None and evaluation.last_error.startswith("attempt 1:")
 
 
+@pytest.mark.parametrize("apart", ["off", "on"])
 def test_stopping_hands_the_running_job_back_uncharged(database: Database, database_url: str, tmp_path: Path,
-                                                       caplog: pytest.LogCaptureFixture) -> None:
+                                                       caplog: pytest.LogCaptureFixture, apart: str) -> None:
     add_builtin(database)
     from kernelgrade.storage.problems import latest_problem
 
@@ -76,7 +79,7 @@ def test_stopping_hands_the_running_job_back_uncharged(database: Database, datab
     assert problem is not None
     view = add_submission(database, problem, slow_correct("/dev/null", 0.3))
     settings = base_settings(tmp_path, database_url, local_judges=-1, poll_seconds=0.2, sandbox="none",
-                             allow_unsandboxed=True)
+                             allow_unsandboxed=True, judge_processes=apart)
     pool = WorkerPool.start(settings, database)
     try:
         wait_until(lambda: _evaluation(database, view.submission.id).status is JobStatus.RUNNING, JOB_S, "running")
@@ -101,7 +104,8 @@ def test_a_gpu_judge_keeps_five_warm_children_and_a_cpu_judge_one(database: Data
     judge = Judge(slot, "owner", base_settings(tmp_path, database_url), database, SubprocessLauncher(),
                   threading.Event(), threading.Event())
     try:
-        assert judge.warm is not None and judge.warm.children.spares == spares
+        assert isinstance(judge.grader, InProcessGrader)
+        assert judge.grader.warm is not None and judge.grader.warm.children.spares == spares
     finally:
         judge.close()
 

@@ -14,7 +14,7 @@ from kernelgrade.storage.database import Database
 from kernelgrade.storage.problems import latest_problem
 from kernelgrade.storage.records import ProblemRecord
 from kernelgrade.storage.submissions import get_submission
-from kernelgrade.worker import judge as judge_module
+from kernelgrade.worker import grader as grader_module
 from kernelgrade.worker.judge import GradeOutcome, Judge
 from kernelgrade.worker.judges import JudgeSlot
 from tests.service.conftest import add_builtin, base_settings
@@ -44,13 +44,13 @@ def _problem(database: Database, name: str) -> ProblemRecord:
 
 def _recording(monkeypatch: pytest.MonkeyPatch) -> list[Preparation]:
     done: list[Preparation] = []
-    real = judge_module.prepare
+    real = grader_module.prepare
 
     def prepare(*args: object) -> Preparation:
         done.append(real(*args))  # type: ignore[arg-type]
         return done[-1]
 
-    monkeypatch.setattr(judge_module, "prepare", prepare)
+    monkeypatch.setattr(grader_module, "prepare", prepare)
     return done
 
 

@@ -1,4 +1,5 @@
-"""One judge: a thread that claims jobs for its device, grades them with evaluate(), and records the result.
+"""One judge: a thread that claims jobs for its device, grades them with evaluate() through its grader (in
+the thread, or in a process of the judge's own: grader.py), and records the result.
 
 Every write is conditional on the judge's lease, so a result computed after the lease was lost (the pool
 stopped and gave the job back, or the heartbeat stalled past expiry and another worker took it over) is
@@ -23,19 +24,7 @@ from enum import Enum
 import torch
 
 from kernelgrade.config import Settings
-from kernelgrade.evaluator import (
-    CompiledBaseline,
-    EvalRequest,
-    EvalResult,
-    Launcher,
-    Progress,
-    Stage,
-    Warm,
-    evaluate,
-    measure_baseline,
-    prepare,
-)
-from kernelgrade.evaluator.sandbox.cpus import on_cpus
+from kernelgrade.evaluator import CompiledBaseline, EvalRequest, EvalResult, Launcher, Progress, Stage
 from kernelgrade.storage.baselines import fresh_baseline
 from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
@@ -43,6 +32,8 @@ from kernelgrade.storage.jobs import Lease, claim_next, finish_job, requeue_job
 from kernelgrade.storage.records import ClaimedJob, JobOutcome, ProblemRecord
 from kernelgrade.worker.compile_ahead import BuiltAhead
 from kernelgrade.worker.compiled_baselines import DueBaseline, next_due, store
+from kernelgrade.worker.grader import Grader, GraderSpec, InProcessGrader
+from kernelgrade.worker.grading_process import ProcessGrader
 from kernelgrade.worker.grading_request import RequestBuilder, problem_spec
 from kernelgrade.worker.job_outcome import (
     grader_fault,
@@ -93,32 +84,32 @@ class JudgeState:
 class Judge:
     def __init__(self, slot: JudgeSlot, owner: str, settings: Settings, database: Database, launcher: Launcher,
                  wake: threading.Event, stopping: threading.Event, cores: JudgeCores | None = None,
-                 built: BuiltAhead | None = None) -> None:
-        """`built`: the jobs whose builds compile-ahead has ended, claimed first."""
+                 built: BuiltAhead | None = None, own_process: bool = False) -> None:
+        """`built`: the jobs whose builds compile-ahead has ended, claimed first. `own_process`: grade in a process
+        of the judge's own (grading_process.py), else in its thread."""
         self.slot, self.owner, self.settings, self.database = slot, owner, settings, database
         self.built = built
-        self.launcher, self.wake, self.stopping = launcher, wake, stopping
+        self.wake, self.stopping = wake, stopping
         self.cores = cores or JudgeCores()
         self.builder = RequestBuilder(settings, self.cores.builds)
         self.state = JudgeState()
         self.failed_baselines: set[tuple[int, str]] = set()  # (problem id, device class) this judge leaves alone
         self.looked_at: set[int] = set()  # problem versions this judge prepared or found prepared
         self.progress = ProgressPoster(database)
-        spares = settings.warm_children if slot.kind == "cuda" else min(1, settings.warm_children)
-        self.warm = (Warm.keeping(launcher, settings.work_root, settings.cache_dir, spares, settings.host_lock,
-                                  spare_cpus=self.cores.builds) if spares > 0 else None)
+        spec = GraderSpec(settings, launcher, slot.kind, self.cores.measure, self.cores.builds)
+        self.grader: Grader = ProcessGrader(spec, slot.name) if own_process else InProcessGrader(spec)
         self.thread = threading.Thread(target=self._loop, name=f"judge-{slot.name}", daemon=True)
 
     def start(self) -> None:
         self.thread.start()
 
     def close(self) -> None:
-        """Stop the warm children this judge keeps and its progress writer."""
-        if self.warm is not None:
-            self.warm.close()
+        """Stop the grader (with the warm children it keeps) and the progress writer."""
+        self.grader.close()
         self.progress.close()
 
     def _loop(self) -> None:
+        self.grader.start()
         idle_since: float | None = None  # when the judge last found no job to claim, since its last job
         while not self.stopping.is_set():
             try:
@@ -151,12 +142,7 @@ class Judge:
         return GradeOutcome.REQUEUED if self._grade(job) else GradeOutcome.GRADED
 
     def _grade(self, job: ClaimedJob) -> bool:
-        """Grade and record; True if the job went back to the queue (a grader fault with attempts left). The
-        grading thread, the run children it starts and the threads it makes run on the judge's own cores."""
-        with on_cpus(self.cores.measure):
-            return self._grade_here(job)
-
-    def _grade_here(self, job: ClaimedJob) -> bool:
+        """Grade and record; True if the job went back to the queue (a grader fault with attempts left)."""
         self.state.current, self.state.cpu_job = job.evaluation_id, job.problem.device_kind == "cpu"
         log.info("judge %s: evaluation %d (%s), attempt %d", self.slot.name, job.evaluation_id, job.problem.name,
                  job.attempt)
@@ -172,7 +158,7 @@ class Judge:
     def _evaluate(self, job: ClaimedJob) -> JobOutcome:
         """Never raises: a fault of the grader itself becomes verdict `error` (retried up to the cap)."""
         try:
-            result: EvalResult = evaluate(self.request_for(job), self.launcher, ProgressWriter(self, job), self.warm)
+            result: EvalResult = self.grader.evaluate(self.request_for(job), ProgressWriter(self, job))
         except Exception as exc:
             return grader_fault(exc, job.problem.name, job.problem.content_hash)
         return outcome_from_result(result)
@@ -193,7 +179,7 @@ class Judge:
     def prepare_a_problem(self) -> bool:
         """Prepare the newest problem this judge has not looked at in this process (worker/preparations.py);
         False when none is left or the judge keeps no trials. Never raises."""
-        if not self.settings.prepare_problems or self.warm is None:
+        if not self.settings.prepare_problems or not self.grader.keeps_trials:
             return False
         try:
             problem = next_to_prepare(self.database, self.slot.serves, self.looked_at)
@@ -204,8 +190,7 @@ class Judge:
             return False
         self.looked_at.add(problem.id)
         try:
-            with on_cpus(self.cores.measure):
-                done = prepare(self._request(problem, ""), self.warm)
+            done = self.grader.prepare(self._request(problem, ""))
         except Exception:  # the stored problem could not be read back: its evaluations will say so
             log.exception("judge %s: preparing %s failed", self.slot.name, problem.name)
             return True
@@ -226,15 +211,14 @@ class Judge:
             return False
         if due is None:
             return False
-        with on_cpus(self.cores.measure):
-            self._measure_baseline(due)
+        self._measure_baseline(due)
         return True
 
     def _measure_baseline(self, due: DueBaseline) -> None:
         log.info("judge %s: measuring torch.compile of %s on %s, which graded evaluations wait for", self.slot.name,
                  due.problem.name, due.device_class)
         try:
-            store(self.database, due, measure_baseline(self._request(due.problem, ""), self.launcher, self.warm))
+            store(self.database, due, self.grader.measure_baseline(self._request(due.problem, "")))
         except Exception:
             log.exception("judge %s: measuring torch.compile of %s failed", self.slot.name, due.problem.name)
             self.failed_baselines.add((due.problem.id, due.device_class))

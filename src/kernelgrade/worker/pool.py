@@ -68,8 +68,9 @@ class WorkerPool:
         if not any(slot.kind == "cpu" for slot in slots):
             fit_to(cores.judge_cpus())  # torch's pool in this process serves judges on their own cores alone
         built = BuiltAhead()
+        own_process = grades_apart(settings, slots)
         judges = [Judge(slot, f"{prefix}:{slot.name}", settings, database, launcher, threading.Event(), stopping,
-                        judge_cores(cores, slots, slot), built) for slot in slots]
+                        judge_cores(cores, slots, slot), built, own_process) for slot in slots]
         serves = sorted({key for slot in slots for key in slot.serves})
         build_slots = compile_slots(settings, slots, cores)
         compiler = CompileAhead(settings, database, launcher, serves,
@@ -92,6 +93,8 @@ class WorkerPool:
         else:
             log.info("worker pool: %s (sandbox %s)", judges_text, "; ".join(describe_launcher(launcher)))
         log.info("cores: %s (KERNELGRADE_MEASURE_CORES)", cores.why)
+        log.info("judges grade in %s (KERNELGRADE_JUDGE_PROCESSES)",
+                 "a process each" if own_process else "threads of this process")
         if polling:
             log.info("compile-ahead: %d concurrent build(s), MAX_JOBS %d each (%s; KERNELGRADE_COMPILE_WORKERS)",
                      build_slots.workers, build_slots.jobs, build_slots.why)
@@ -168,6 +171,13 @@ def prepare_headers(settings: Settings, slots: list[JudgeSlot]) -> None:
     first submission's build finds it (or at least does not wait for it)."""
     if settings.precompiled_headers and any(slot.kind == "cpu" for slot in slots):
         header_pch.prepare(settings.cache_dir, HostLock(settings.host_lock))
+
+
+def grades_apart(settings: Settings, slots: list[JudgeSlot]) -> bool:
+    """Whether each judge grades in a process of its own (KERNELGRADE_JUDGE_PROCESSES)."""
+    if settings.judge_processes == "auto":
+        return sum(1 for slot in slots if slot.kind == "cuda") >= 2
+    return settings.judge_processes == "on"
 
 
 def core_plan(settings: Settings, slots: list[JudgeSlot]) -> CorePlan:

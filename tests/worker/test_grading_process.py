@@ -1,0 +1,87 @@
+"""Judges that grade in processes of their own: real verdicts through the pipe, a grader fault that keeps its
+traceback, and a grading process killed during an evaluation, whose job is graded again in a new one."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from kernelgrade.evaluator import SubprocessLauncher
+from kernelgrade.storage.database import Database
+from kernelgrade.storage.problems import latest_problem
+from kernelgrade.storage.records import JobStatus, ProblemRecord
+from kernelgrade.storage.submissions import get_submission
+from kernelgrade.worker.grader import GraderSpec
+from kernelgrade.worker.grading_process import GradingFault, ProcessGrader
+from kernelgrade.worker.grading_request import RequestBuilder, problem_spec
+from kernelgrade.worker.pool import WorkerPool
+from tests.service.conftest import add_builtin, base_settings
+from tests.service.servers import wait_until
+from tests.service.sources import CORRECT, slow_correct
+from tests.storage.builders import add_submission
+
+# Two evaluations of a small CPU problem, the first cut short, on a loaded host.
+JOB_S = 240.0
+
+
+def _add_relu(database: Database) -> ProblemRecord:
+    add_builtin(database)
+    with database.session() as session:
+        problem = latest_problem(session, "add_relu")
+    assert problem is not None
+    return problem
+
+
+def _evaluation(database: Database, submission_id: int):  # type: ignore[no-untyped-def]
+    with database.session() as session:
+        view = get_submission(session, submission_id)
+    assert view is not None and view.evaluation is not None
+    return view.evaluation
+
+
+def test_a_judge_in_its_own_process_grades_and_a_killed_process_costs_the_job_one_attempt(
+        database: Database, database_url: str, tmp_path: Path) -> None:
+    problem = _add_relu(database)
+    calls = tmp_path / "calls.log"
+    slow = add_submission(database, problem, slow_correct(str(calls), 0.2))
+    settings = base_settings(tmp_path, database_url, local_judges=-1, poll_seconds=0.2, sandbox="none",
+                             allow_unsandboxed=True, judge_processes="on")
+    pool = WorkerPool.start(settings, database)
+    try:
+        grader = pool.judges[0].grader
+        assert isinstance(grader, ProcessGrader)
+        # Running: the progress came back through the pipe; the candidate was called: its process is busy.
+        wait_until(lambda: calls.exists(), JOB_S, "the candidate's first call")
+        first = grader.pid
+        assert first is not None and first != os.getpid()
+        os.kill(first, signal.SIGKILL)
+        wait_until(lambda: _evaluation(database, slow.submission.id).status is JobStatus.DONE, JOB_S, "the retry")
+        second = add_submission(database, problem, CORRECT)
+        wait_until(lambda: _evaluation(database, second.submission.id).status is JobStatus.DONE, JOB_S, "the next")
+        assert grader.pid not in (None, first)
+    finally:
+        pool.stop()
+    retried = _evaluation(database, slow.submission.id)
+    assert retried.verdict == "correct" and retried.attempts == 2
+    assert retried.last_error is not None and "grading process ended" in retried.last_error
+    assert _evaluation(database, second.submission.id).verdict == "correct"
+
+
+def test_a_grader_fault_in_the_grading_process_is_raised_with_its_traceback(database: Database, database_url: str,
+                                                                          tmp_path: Path) -> None:
+    problem = _add_relu(database)
+    (tmp_path / "blocked").write_text("a file where the work dirs would go")
+    # The judge keeps no spares, so the process starts; the evaluation's work dir cannot be made.
+    settings = base_settings(tmp_path, database_url, data_dir=tmp_path / "blocked", warm_children=0)
+    grader = ProcessGrader(GraderSpec(settings, SubprocessLauncher(), "cpu"), "cpu0")
+    try:
+        request = RequestBuilder(settings).build(problem_spec(problem), CORRECT, 0)
+        with pytest.raises(GradingFault, match="Error") as raised:
+            grader.evaluate(request, lambda progress: None)
+        assert any("Traceback" in note for note in raised.value.__notes__)
+    finally:
+        grader.close()
+    assert grader.pid is None
