@@ -53,8 +53,8 @@ def test_a_judge_in_its_own_process_grades_and_a_killed_process_costs_the_job_on
     try:
         grader = pool.judges[0].grader
         assert isinstance(grader, ProcessGrader)
-        # Running: the progress came back through the pipe; the candidate was called: its process is busy.
-        wait_until(lambda: calls.exists(), JOB_S, "the candidate's first call")
+        # The candidate was called: the grading process is busy with it.
+        wait_until(calls.exists, JOB_S, "the candidate's first call")
         first = grader.pid
         assert first is not None and first != os.getpid()
         os.kill(first, signal.SIGKILL)
