@@ -1,5 +1,6 @@
 """Judges that grade in processes of their own: real verdicts through the pipe, a grader fault that keeps its
-traceback, and a grading process killed during an evaluation, whose job is graded again in a new one."""
+traceback, a grading process killed during an evaluation, whose job is graded again in a new one, what a
+process prepared kept for the evaluations after, and which pools grade apart."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from kernelgrade.storage.submissions import get_submission
 from kernelgrade.worker.grader import GraderSpec
 from kernelgrade.worker.grading_process import GradingFault, ProcessGrader
 from kernelgrade.worker.grading_request import RequestBuilder, problem_spec
-from kernelgrade.worker.pool import WorkerPool
+from kernelgrade.worker.judges import JudgeSlot
+from kernelgrade.worker.pool import WorkerPool, grades_apart
 from tests.service.conftest import add_builtin, base_settings
 from tests.service.servers import wait_until
 from tests.service.sources import CORRECT, slow_correct
@@ -85,3 +87,33 @@ def test_a_grader_fault_in_the_grading_process_is_raised_with_its_traceback(data
     finally:
         grader.close()
     assert grader.pid is None
+
+
+def test_a_grading_process_keeps_what_it_prepared_for_the_evaluations_after(
+        database: Database, database_url: str, tmp_path: Path) -> None:
+    problem = _add_relu(database)
+    settings = base_settings(tmp_path, database_url, sandbox="none", allow_unsandboxed=True)
+    grader = ProcessGrader(GraderSpec(settings, SubprocessLauncher(), "cpu"), "cpu0")
+    builder = RequestBuilder(settings)
+    try:
+        assert grader.keeps_trials
+        done = grader.prepare(builder.build(problem_spec(problem), "", 0))
+        assert done.finished and done.trials > 0 and done.computed == done.trials, done.note
+        result = grader.evaluate(builder.build(problem_spec(problem), CORRECT, 0), lambda progress: None)
+    finally:
+        grader.close()
+    extra = dict(result.extra)
+    assert result.verdict.value == "correct"
+    assert extra["trials_computed"] == "0" and int(extra["trials_kept"]) >= 3  # in its memory
+
+
+def _slot(kind: str, index: int) -> JudgeSlot:
+    return JudgeSlot(f"{kind}{index}", kind, index, f"{kind}-test", kind, ((kind, f"{kind}-test"),))
+
+
+@pytest.mark.parametrize(("setting", "gpus", "apart"), [
+    ("auto", 0, False), ("auto", 1, False), ("auto", 2, True), ("on", 0, True), ("off", 2, False)])
+def test_judges_grade_apart_where_a_pool_has_two_gpu_judges_unless_told(tmp_path: Path, setting: str, gpus: int,
+                                                                       apart: bool) -> None:
+    slots = [_slot("cuda", i) for i in range(gpus)] or [_slot("cpu", 0)]
+    assert grades_apart(base_settings(tmp_path, "sqlite://", judge_processes=setting), slots) is apart
