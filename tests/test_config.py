@@ -48,6 +48,7 @@ PARSED: dict[str, tuple[str, Any]] = {
     "prepare_problems": ("no", False),
     "stored_reference_timing": ("off", False),
     "interleaved_timing": ("Off", "off"),
+    "judge_processes": ("ON", "on"),
     "local_judges": ("0", 0),
     "warm_children": ("1", 1),
     "host_lock": ("~/kg.lock", HOME / "kg.lock"),
@@ -84,6 +85,7 @@ REFUSED: dict[str, tuple[str, str]] = {
     "prepare_problems": ("later", "use on or off (also 1, true, yes / 0, false, no)"),
     "stored_reference_timing": ("sometimes", "use on or off (also 1, true, yes / 0, false, no)"),
     "interleaved_timing": ("often", "use auto, on or off (also 1, true, yes / 0, false, no)"),
+    "judge_processes": ("threads", "use auto, on or off (also 1, true, yes / 0, false, no)"),
     "local_judges": ("-2", "use a whole number of at least -1"),
     "warm_children": ("-1", "use a whole number of at least 0"),
     "poll_seconds": ("0", "use a number above 0"),
@@ -109,6 +111,7 @@ def test_defaults() -> None:
     assert settings.host_lock == Path(tempfile.gettempdir()) / "kernelgrade-cpu-measure.lock"
     assert (settings.host, settings.port, settings.dispatch, settings.sandbox) == ("127.0.0.1", 8000, "local", "auto")
     assert (settings.open_mode, settings.compiled_baseline, settings.log_level) == ("auto", "auto", "info")
+    assert settings.judge_processes == "auto"
     assert settings.precompiled_headers and settings.lean_cuda_header and not settings.allow_unsandboxed
     assert (settings.compile_jobs, settings.max_attempts, settings.local_judges) == (4, 3, -1)
     assert (settings.warm_children, settings.lease_seconds, settings.poll_seconds) == (5, 60.0, 2.0)
