@@ -92,6 +92,7 @@ class ProcessGrader:
         self._process: BaseProcess | None = None
         self._conn: Connection | None = None
         self._calling = threading.Lock()  # one call at a time, and no start during one
+        self._closed = False
 
     @property
     def keeps_trials(self) -> bool:
@@ -117,7 +118,8 @@ class ProcessGrader:
         return self._call(MeasureBaseline(request), CompiledBaseline)
 
     def close(self) -> None:
-        """Stop the process, during a call too: the call then raises GradingProcessGone."""
+        """Stop the process, during a call too: the call then raises GradingProcessGone. No other starts."""
+        self._closed = True
         process = self._process
         if process is None or process.pid is None:
             return
@@ -147,6 +149,8 @@ class ProcessGrader:
         if self._conn is not None and self._process is not None and self._process.is_alive():
             return self._conn
         self._discard()
+        if self._closed:
+            raise GradingProcessGone("the judge stopped grading: its grading process was closed")
         context = multiprocessing.get_context("spawn")  # never fork a process with threads and a CUDA context
         ours, theirs = context.Pipe()
         process = context.Process(target=serve_calls, args=(theirs, self.spec), name=f"grading-{self.name}",
@@ -163,8 +167,9 @@ class ProcessGrader:
             process.join(CLOSE_S)
         code = process.exitcode if process is not None else None
         self._discard()
-        log.warning("the grading process of judge %s ended during a call (exit code %s); the next call starts"
-                    " another", self.name, code)
+        if not self._closed:
+            log.warning("the grading process of judge %s ended during a call (exit code %s); the next call starts"
+                        " another", self.name, code)
         return GradingProcessGone(f"the judge's grading process ended during the evaluation (exit code {code});"
                                   " the job is retried in a new one")
 

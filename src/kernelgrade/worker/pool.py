@@ -65,10 +65,10 @@ class WorkerPool:
         stopping = threading.Event()
         prefix = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         cores = core_plan(settings, slots)
-        if not any(slot.kind == "cpu" for slot in slots):
+        own_process = grades_apart(settings, slots)
+        if not own_process and not any(slot.kind == "cpu" for slot in slots):
             fit_to(cores.judge_cpus())  # torch's pool in this process serves judges on their own cores alone
         built = BuiltAhead()
-        own_process = grades_apart(settings, slots)
         judges = [Judge(slot, f"{prefix}:{slot.name}", settings, database, launcher, threading.Event(), stopping,
                         judge_cores(cores, slots, slot), built, own_process) for slot in slots]
         serves = sorted({key for slot in slots for key in slot.serves})
