@@ -11,7 +11,8 @@ from kernelgrade.config import Settings
 from kernelgrade.service.app import create_app
 from kernelgrade.service.problem_catalog import new_problem
 from kernelgrade.storage.database import Database
-from kernelgrade.storage.problems import upsert_problem
+from kernelgrade.storage.problems import latest_problem, upsert_problem
+from kernelgrade.storage.records import ProblemRecord
 from tests.service.servers import ThreadServer
 from tests.storage.databases import database, database_url
 
@@ -36,6 +37,15 @@ def add_builtin(database: Database, name: str = "add_relu") -> None:
     assert problem is not None
     with database.session() as session:
         upsert_problem(session, new_problem(problem))
+
+
+def builtin_problem(database: Database, name: str = "add_relu") -> ProblemRecord:
+    """The built-in problem `name`, stored and read back."""
+    add_builtin(database, name)
+    with database.session() as session:
+        problem = latest_problem(session, name)
+    assert problem is not None
+    return problem
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from kernelgrade.storage.jobs import Lease, claim_next, finish_job
 from kernelgrade.storage.problems import upsert_problem
 from kernelgrade.storage.records import (
     EnvironmentFields,
+    EvaluationRecord,
     JobOutcome,
     NewProblem,
     NewSubmission,
@@ -16,7 +17,7 @@ from kernelgrade.storage.records import (
     ProblemRecord,
     SubmissionView,
 )
-from kernelgrade.storage.submissions import create_submission
+from kernelgrade.storage.submissions import create_submission, get_submission
 
 PROBLEM_SOURCE = "import torch\nclass Model: pass\ndef get_inputs(): return []\ndef get_init_inputs(): return []\n"
 CPU_ROUTES = {"cpu": "cpu-x86_64"}
@@ -63,3 +64,11 @@ def grade(database: Database, view: SubmissionView, verdict: str = "correct", sp
         job = claim_next(session, Lease("grader", 60), {"cpu": device_class}, 3)
         assert job is not None and job.submission_id == view.submission.id
         assert finish_job(session, job.evaluation_id, "grader", outcome(verdict, speedup, speedup_vs_compiled))
+
+
+def evaluation_of(database: Database, submission_id: int) -> EvaluationRecord:
+    """The submission's evaluation as stored now."""
+    with database.session() as session:
+        view = get_submission(session, submission_id)
+    assert view is not None and view.evaluation is not None
+    return view.evaluation

@@ -19,8 +19,7 @@ from kernelgrade.storage.jobs import (
     requeue_job,
 )
 from kernelgrade.storage.records import JobStatus, ProgressUpdate
-from kernelgrade.storage.submissions import get_submission
-from tests.storage.builders import CPU_ROUTES, add_problem, add_submission, outcome
+from tests.storage.builders import CPU_ROUTES, add_problem, add_submission, evaluation_of, outcome
 
 LEASE_S = 30.0
 
@@ -29,13 +28,6 @@ def _claim(database: Database, owner: str, now=None, routes=CPU_ROUTES, max_atte
            preferred: frozenset[int] = frozenset()):
     with database.session() as session:
         return claim_next(session, Lease(owner, LEASE_S), routes, max_attempts, now=now, preferred=preferred)
-
-
-def _evaluation(database: Database, submission_id: int):  # type: ignore[no-untyped-def]
-    with database.session() as session:
-        view = get_submission(session, submission_id)
-    assert view is not None and view.evaluation is not None
-    return view.evaluation
 
 
 def test_claims_take_the_oldest_job_once(database: Database) -> None:
@@ -47,7 +39,7 @@ def test_claims_take_the_oldest_job_once(database: Database) -> None:
     assert job_b is not None and job_b.submission_id == second.submission.id
     assert none is None
     assert job_a.source == "a\n" and job_a.problem.name == "add_relu"
-    evaluation = _evaluation(database, first.submission.id)
+    evaluation = evaluation_of(database, first.submission.id)
     assert evaluation.status is JobStatus.COMPILING and evaluation.device_class == "cpu-x86_64"
     assert evaluation.started_at is not None
 
@@ -83,7 +75,7 @@ def test_an_expired_lease_is_taken_over_and_the_old_owner_cannot_record(database
         assert not record_progress(session, first.evaluation_id, "dead", JobStatus.RUNNING, ProgressUpdate("load", ""))
         assert finish_job(session, second.evaluation_id, "alive", outcome("correct", 2.0))
         assert not finish_job(session, second.evaluation_id, "alive", outcome("correct", 9.0))
-    evaluation = _evaluation(database, view.submission.id)
+    evaluation = evaluation_of(database, view.submission.id)
     assert evaluation.status is JobStatus.DONE and evaluation.verdict == "correct"
     assert evaluation.speedup == 2.0 and evaluation.attempts == 2 and evaluation.last_error == LOST_WORKER
 
@@ -97,7 +89,7 @@ def test_a_job_whose_worker_dies_every_time_ends_with_error_at_the_cap(database:
         assert job is not None and job.attempt == attempt
         now += timedelta(seconds=LEASE_S + 1)
     assert _claim(database, "w3", now=now, max_attempts=2) is None
-    evaluation = _evaluation(database, view.submission.id)
+    evaluation = evaluation_of(database, view.submission.id)
     assert evaluation.status is JobStatus.DONE and evaluation.verdict == "error"
     assert evaluation.error_code == "attempts_exhausted" and evaluation.attempts == 2
     assert evaluation.error_summary is not None and "gave up after 2 attempt(s)" in evaluation.error_summary
@@ -117,7 +109,7 @@ def test_grader_errors_are_requeued_and_a_stopped_worker_is_not_charged(database
         assert requeue_job(session, again.evaluation_id, "w2", "server stopped", refund_attempt=True)
     third = _claim(database, "w3")
     assert third is not None and third.attempt == 2
-    assert _evaluation(database, view.submission.id).last_error == "server stopped"
+    assert evaluation_of(database, view.submission.id).last_error == "server stopped"
 
 
 def test_heartbeats_renew_leases_and_dead_owners_release_them(database: Database) -> None:

@@ -32,17 +32,15 @@ from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.migrate import upgrade
 from kernelgrade.storage.models import BoardEntryRow
-from kernelgrade.storage.problems import latest_problem
-from kernelgrade.storage.records import ClaimedJob, EvaluationRecord, JobStatus, ProblemRecord
-from kernelgrade.storage.submissions import get_submission
+from kernelgrade.storage.records import ClaimedJob, JobStatus, ProblemRecord
 from kernelgrade.worker.job_outcome import baseline_to_store
 from kernelgrade.worker.judge import GradeOutcome, Judge
 from kernelgrade.worker.judges import JudgeSlot
 from kernelgrade.worker.pool import WorkerPool
-from tests.service.conftest import add_builtin, base_settings
+from tests.service.conftest import base_settings, builtin_problem
 from tests.service.servers import wait_until
 from tests.service.sources import CORRECT, variant
-from tests.storage.builders import add_submission
+from tests.storage.builders import add_submission, evaluation_of
 from tests.storage.databases import fresh_database_url
 
 DEVICE_CLASS = "cpu-test"
@@ -60,14 +58,6 @@ def measured(median_ms: float = 2.0, age: timedelta = timedelta(0)) -> CompiledB
                             timing=timing, compile_seconds=3.0)
 
 
-def _problem(database: Database) -> ProblemRecord:
-    add_builtin(database)
-    with database.session() as session:
-        problem = latest_problem(session, "add_relu")
-    assert problem is not None
-    return problem
-
-
 def _store(database: Database, problem_id: int, baseline: CompiledBaseline, device_class: str = DEVICE_CLASS) -> None:
     record = baseline_to_store(baseline)
     with database.session() as session:
@@ -82,13 +72,6 @@ def _claimed(judge: Judge) -> ClaimedJob:
     job = judge._claim()
     assert job is not None
     return job
-
-
-def _evaluation(database: Database, submission_id: int) -> EvaluationRecord:
-    with database.session() as session:
-        view = get_submission(session, submission_id)
-    assert view is not None and view.evaluation is not None
-    return view.evaluation
 
 
 @pytest.mark.parametrize(("environ", "measures"), [
@@ -111,7 +94,7 @@ def test_the_age_comes_from_the_environment_and_a_bad_choice_is_refused() -> Non
 
 def test_the_judge_hands_a_fresh_stored_baseline_to_the_evaluator(database: Database, database_url: str,
                                                                    tmp_path: Path) -> None:
-    problem = _problem(database)
+    problem = builtin_problem(database)
     known = measured(1.5, age=timedelta(hours=2))
     _store(database, problem.id, measured(9.0, age=timedelta(days=8)))  # stale
     _store(database, problem.id, known)
@@ -156,10 +139,10 @@ def _grade(judge: Judge, problem: ProblemRecord, database: Database, monkeypatch
 def test_without_a_fresh_baseline_the_verdict_is_recorded_with_it_pending(
         setting: str, database: Database, database_url: str, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    problem = _problem(database)
+    problem = builtin_problem(database)
     _store(database, problem.id, measured(age=timedelta(days=8)))  # stale: not handed over
     judge = _judge(base_settings(tmp_path, database_url, compiled_baseline=setting), database)
-    evaluation = _evaluation(database, _grade(judge, problem, database, monkeypatch))
+    evaluation = evaluation_of(database, _grade(judge, problem, database, monkeypatch))
     assert evaluation.verdict == "correct" and evaluation.speedup_vs_compiled is None
     shown = StoredResult.read(evaluation.result).baseline_out()
     assert (shown.status if shown else None) == ("pending" if setting == "on" else None)
@@ -167,7 +150,7 @@ def test_without_a_fresh_baseline_the_verdict_is_recorded_with_it_pending(
 
 def test_an_idle_judge_measures_the_due_baseline_and_fills_in_the_waiting_evaluations(
         database: Database, database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    problem = _problem(database)
+    problem = builtin_problem(database)
     judge = _judge(base_settings(tmp_path, database_url, compiled_baseline="on"), database)
     waiting = [_grade(judge, problem, database, monkeypatch, variant(i)) for i in range(2)]
     asked: list[EvalRequest] = []
@@ -181,7 +164,7 @@ def test_an_idle_judge_measures_the_due_baseline_and_fills_in_the_waiting_evalua
     assert not judge.measure_a_due_baseline()  # measured once, for both
     assert [r.problem.content_hash for r in asked] == [problem.content_hash]
     for submission_id in waiting:
-        evaluation = _evaluation(database, submission_id)
+        evaluation = evaluation_of(database, submission_id)
         assert evaluation.speedup_vs_compiled == pytest.approx(2.0 / CANDIDATE_MS)
         shown = StoredResult.read(evaluation.result).baseline_out()
         assert shown is not None and shown.status == "measured" and shown.median_ms == 2.0 and shown.reused
@@ -194,7 +177,7 @@ def test_an_idle_judge_measures_the_due_baseline_and_fills_in_the_waiting_evalua
 
 def test_a_baseline_that_the_grader_fails_to_measure_is_left_alone_by_that_judge(
         database: Database, database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    problem = _problem(database)
+    problem = builtin_problem(database)
     judge = _judge(base_settings(tmp_path, database_url, compiled_baseline="on"), database)
     _grade(judge, problem, database, monkeypatch)
 
@@ -220,22 +203,22 @@ def test_verdicts_come_first_and_the_baseline_is_filled_in_after(sqlite_database
                                                                   tmp_path: Path) -> None:
     """Real evaluator, real torch.compile on the CPU. SQLite only: storage tests cover Postgres."""
     database, url = sqlite_database
-    problem = _problem(database)
+    problem = builtin_problem(database)
     first, second = (add_submission(database, problem, source) for source in (CORRECT, variant(1)))
     settings = base_settings(tmp_path, url, local_judges=-1, poll_seconds=0.2, compiled_baseline="on")
     pool = WorkerPool.start(settings, database)
     try:
-        wait_until(lambda: _evaluation(database, second.submission.id).status is JobStatus.DONE, END_TO_END_S,
+        wait_until(lambda: evaluation_of(database, second.submission.id).status is JobStatus.DONE, END_TO_END_S,
                    "both jobs to be graded")
-        graded = [_evaluation(database, view.submission.id) for view in (first, second)]
-        wait_until(lambda: all(_evaluation(database, view.submission.id).speedup_vs_compiled is not None
+        graded = [evaluation_of(database, view.submission.id) for view in (first, second)]
+        wait_until(lambda: all(evaluation_of(database, view.submission.id).speedup_vs_compiled is not None
                                for view in (first, second)), END_TO_END_S, "the baseline to be filled in")
     finally:
         pool.stop()
     assert [r.verdict for r in graded] == ["correct", "correct"], [r.error_summary for r in graded]
     # Both verdicts were recorded before any baseline: the second was claimed before the judge went idle.
     assert [StoredResult.read(r.result).baseline_out() for r in graded] == [PENDING_BASELINE] * 2
-    results = [_evaluation(database, view.submission.id) for view in (first, second)]
+    results = [evaluation_of(database, view.submission.id) for view in (first, second)]
     shown = [StoredResult.read(r.result).baseline_out() for r in results]
     assert all(b is not None and b.status == "measured" and b.reused for b in shown), shown
     with database.session() as session:

@@ -12,41 +12,24 @@ import pytest
 
 from kernelgrade.evaluator import SubprocessLauncher
 from kernelgrade.storage.database import Database
-from kernelgrade.storage.problems import latest_problem
-from kernelgrade.storage.records import JobStatus, ProblemRecord
-from kernelgrade.storage.submissions import get_submission
+from kernelgrade.storage.records import JobStatus
 from kernelgrade.worker.grader import GraderSpec
 from kernelgrade.worker.grading_process import GradingFault, ProcessGrader
 from kernelgrade.worker.grading_request import RequestBuilder, problem_spec
 from kernelgrade.worker.judges import JudgeSlot
 from kernelgrade.worker.pool import WorkerPool, grades_apart
-from tests.service.conftest import add_builtin, base_settings
+from tests.service.conftest import base_settings, builtin_problem
 from tests.service.servers import wait_until
 from tests.service.sources import CORRECT, slow_correct
-from tests.storage.builders import add_submission
+from tests.storage.builders import add_submission, evaluation_of
 
 # Two evaluations of a small CPU problem, the first cut short, on a loaded host.
 JOB_S = 240.0
 
 
-def _add_relu(database: Database) -> ProblemRecord:
-    add_builtin(database)
-    with database.session() as session:
-        problem = latest_problem(session, "add_relu")
-    assert problem is not None
-    return problem
-
-
-def _evaluation(database: Database, submission_id: int):  # type: ignore[no-untyped-def]
-    with database.session() as session:
-        view = get_submission(session, submission_id)
-    assert view is not None and view.evaluation is not None
-    return view.evaluation
-
-
 def test_a_judge_in_its_own_process_grades_and_a_killed_process_costs_the_job_one_attempt(
         database: Database, database_url: str, tmp_path: Path) -> None:
-    problem = _add_relu(database)
+    problem = builtin_problem(database)
     calls = tmp_path / "calls.log"
     slow = add_submission(database, problem, slow_correct(str(calls), 0.2))
     settings = base_settings(tmp_path, database_url, local_judges=-1, poll_seconds=0.2, sandbox="none",
@@ -60,21 +43,21 @@ def test_a_judge_in_its_own_process_grades_and_a_killed_process_costs_the_job_on
         first = grader.pid
         assert first is not None and first != os.getpid()
         os.kill(first, signal.SIGKILL)
-        wait_until(lambda: _evaluation(database, slow.submission.id).status is JobStatus.DONE, JOB_S, "the retry")
+        wait_until(lambda: evaluation_of(database, slow.submission.id).status is JobStatus.DONE, JOB_S, "the retry")
         second = add_submission(database, problem, CORRECT)
-        wait_until(lambda: _evaluation(database, second.submission.id).status is JobStatus.DONE, JOB_S, "the next")
+        wait_until(lambda: evaluation_of(database, second.submission.id).status is JobStatus.DONE, JOB_S, "the next")
         assert grader.pid not in (None, first)
     finally:
         pool.stop()
-    retried = _evaluation(database, slow.submission.id)
+    retried = evaluation_of(database, slow.submission.id)
     assert retried.verdict == "correct" and retried.attempts == 2
     assert retried.last_error is not None and "grading process ended" in retried.last_error
-    assert _evaluation(database, second.submission.id).verdict == "correct"
+    assert evaluation_of(database, second.submission.id).verdict == "correct"
 
 
 def test_a_grader_fault_in_the_grading_process_is_raised_with_its_traceback(database: Database, database_url: str,
                                                                           tmp_path: Path) -> None:
-    problem = _add_relu(database)
+    problem = builtin_problem(database)
     (tmp_path / "blocked").write_text("a file where the work dirs would go")
     # The judge keeps no spares, so the process starts; the evaluation's work dir cannot be made.
     settings = base_settings(tmp_path, database_url, data_dir=tmp_path / "blocked", warm_children=0)
@@ -91,7 +74,7 @@ def test_a_grader_fault_in_the_grading_process_is_raised_with_its_traceback(data
 
 def test_a_grading_process_keeps_what_it_prepared_for_the_evaluations_after(
         database: Database, database_url: str, tmp_path: Path) -> None:
-    problem = _add_relu(database)
+    problem = builtin_problem(database)
     settings = base_settings(tmp_path, database_url, sandbox="none", allow_unsandboxed=True)
     grader = ProcessGrader(GraderSpec(settings, SubprocessLauncher(), "cpu"), "cpu0")
     builder = RequestBuilder(settings)

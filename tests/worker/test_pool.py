@@ -20,7 +20,6 @@ from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
 from kernelgrade.storage.problems import upsert_problem
 from kernelgrade.storage.records import JobStatus, WorkerInfo
-from kernelgrade.storage.submissions import get_submission
 from kernelgrade.storage.workers import list_workers
 from kernelgrade.worker.grader import InProcessGrader
 from kernelgrade.worker.judge import Judge
@@ -29,19 +28,12 @@ from kernelgrade.worker.pool import START_TIME_SLACK_S, WorkerPool, worker_gone
 from tests.service.conftest import add_builtin, base_settings
 from tests.service.servers import wait_until
 from tests.service.sources import CORRECT, slow_correct
-from tests.storage.builders import add_submission, new_problem
+from tests.storage.builders import add_submission, evaluation_of, new_problem
 
 # Long enough for a slow correctness trial, short enough that a stuck test fails in reasonable time.
 JOB_S = 120.0
 # A child that exits at once is a zombie (or reaped) within milliseconds; seconds on a loaded host.
 EXIT_S = 30.0
-
-
-def _evaluation(database: Database, submission_id: int):  # type: ignore[no-untyped-def]
-    with database.session() as session:
-        view = get_submission(session, submission_id)
-    assert view is not None and view.evaluation is not None
-    return view.evaluation
 
 
 @pytest.mark.parametrize("apart", ["off", "on"])
@@ -59,10 +51,10 @@ def test_a_grader_fault_is_retried_up_to_the_cap_then_reported(database: Databas
         with database.session() as session:
             workers = list_workers(session, problem.created_at)
         assert [w.serves for w in workers] == [(workers[0].device_class, "cpu")]
-        wait_until(lambda: _evaluation(database, view.submission.id).status is JobStatus.DONE, JOB_S, "the job")
+        wait_until(lambda: evaluation_of(database, view.submission.id).status is JobStatus.DONE, JOB_S, "the job")
     finally:
         pool.stop()
-    evaluation = _evaluation(database, view.submission.id)
+    evaluation = evaluation_of(database, view.submission.id)
     assert evaluation.verdict == "error" and evaluation.attempts == 2
     assert evaluation.error_code == "grader_error" and "does not match its source" in (evaluation.error_summary or "")
     assert evaluation.last_error is not None and evaluation.last_error.startswith("attempt 1:")
@@ -82,15 +74,15 @@ def test_stopping_hands_the_running_job_back_uncharged(database: Database, datab
                              allow_unsandboxed=True, judge_processes=apart)
     pool = WorkerPool.start(settings, database)
     try:
-        wait_until(lambda: _evaluation(database, view.submission.id).status is JobStatus.RUNNING, JOB_S, "running")
+        wait_until(lambda: evaluation_of(database, view.submission.id).status is JobStatus.RUNNING, JOB_S, "running")
     finally:
         with caplog.at_level(logging.WARNING, logger="kernelgrade.worker.judge"):
             pool.stop()
-            requeued = _evaluation(database, view.submission.id)
+            requeued = evaluation_of(database, view.submission.id)
             pool.judges[0].thread.join(JOB_S)  # the abandoned evaluation ends, and must not be recorded
     assert requeued.status is JobStatus.QUEUED and requeued.attempts == 0
     assert requeued.last_error == "the server stopped during grading; requeued"
-    final = _evaluation(database, view.submission.id)
+    final = evaluation_of(database, view.submission.id)
     assert final.status is JobStatus.QUEUED and final.verdict is None
     assert "its result was discarded" in caplog.text
     with database.session() as session:

@@ -11,13 +11,11 @@ import pytest
 from kernelgrade.config import Settings
 from kernelgrade.evaluator import Preparation, SubprocessLauncher
 from kernelgrade.storage.database import Database
-from kernelgrade.storage.problems import latest_problem
-from kernelgrade.storage.records import ProblemRecord
 from kernelgrade.storage.submissions import get_submission
 from kernelgrade.worker import grader as grader_module
 from kernelgrade.worker.judge import GradeOutcome, Judge
 from kernelgrade.worker.judges import JudgeSlot
-from tests.service.conftest import add_builtin, base_settings
+from tests.service.conftest import base_settings, builtin_problem
 from tests.storage.builders import add_submission
 
 SLOT = JudgeSlot("cpu0", "cpu", 0, "cpu-test", "cpu", (("cpu", "cpu-test"),))
@@ -34,14 +32,6 @@ def _judge(settings: Settings, database: Database) -> Judge:
     return Judge(SLOT, "test-judge", settings, database, SubprocessLauncher(), threading.Event(), threading.Event())
 
 
-def _problem(database: Database, name: str) -> ProblemRecord:
-    add_builtin(database, name)
-    with database.session() as session:
-        problem = latest_problem(session, name)
-    assert problem is not None
-    return problem
-
-
 def _recording(monkeypatch: pytest.MonkeyPatch) -> list[Preparation]:
     done: list[Preparation] = []
     real = grader_module.prepare
@@ -56,7 +46,7 @@ def _recording(monkeypatch: pytest.MonkeyPatch) -> list[Preparation]:
 
 def test_an_idle_judge_prepares_each_problem_once_and_the_evaluation_after_computes_no_trial(
         database: Database, database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    older, newer = _problem(database, "matmul_small"), _problem(database, "add_relu")
+    older, newer = builtin_problem(database, "matmul_small"), builtin_problem(database, "add_relu")
     settings = base_settings(tmp_path, database_url)
     done = _recording(monkeypatch)
     judge = _judge(settings, database)
@@ -80,7 +70,7 @@ def test_an_idle_judge_prepares_each_problem_once_and_the_evaluation_after_compu
 
 def test_a_restarted_judge_finds_its_problems_prepared_and_a_judge_told_not_to_prepares_none(
         database: Database, database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _problem(database, "add_relu")
+    builtin_problem(database, "add_relu")
     settings = base_settings(tmp_path, database_url)
     done = _recording(monkeypatch)
     for _ in range(2):
