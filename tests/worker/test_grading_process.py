@@ -5,9 +5,13 @@ process prepared kept for the evaluations after, and which pools grade apart."""
 from __future__ import annotations
 
 import os
+import pickle
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from kernelgrade.evaluator import SubprocessLauncher
@@ -25,6 +29,23 @@ from tests.storage.builders import add_submission, evaluation_of
 
 # Two evaluations of a small CPU problem, the first cut short, on a loaded host.
 JOB_S = 240.0
+# The end of the pipe read, then the warm children closed: seconds, more on a loaded host.
+STOP_S = 60.0
+# A judge's process: its grading process grades the pickled request (leaving warm children behind), then the
+# script prints the grading process's pid and waits to be killed.
+JUDGE = """
+import pickle, sys, time
+from pathlib import Path
+from kernelgrade.config import Settings
+from kernelgrade.evaluator import SubprocessLauncher
+from kernelgrade.worker.grader import GraderSpec
+from kernelgrade.worker.grading_process import ProcessGrader
+settings = Settings(data_dir=Path(sys.argv[1]), sandbox="none", allow_unsandboxed=True)
+grader = ProcessGrader(GraderSpec(settings, SubprocessLauncher(), "cpu"), "cpu0")
+result = grader.evaluate(pickle.loads(Path(sys.argv[2]).read_bytes()), lambda progress: None)
+print(grader.pid, result.verdict.value, flush=True)
+time.sleep(600)
+"""
 
 
 def test_a_judge_in_its_own_process_grades_and_a_killed_process_costs_the_job_one_attempt(
@@ -100,3 +121,30 @@ def test_judges_grade_apart_where_a_pool_has_two_gpu_judges_unless_told(tmp_path
                                                                        apart: bool) -> None:
     slots = [_slot("cuda", i) for i in range(gpus)] or [_slot("cpu", 0)]
     assert grades_apart(base_settings(tmp_path, "sqlite://", judge_processes=setting), slots) is apart
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_an_idle_grading_process_whose_judge_was_killed_stops_with_its_warm_children(
+        database: Database, database_url: str, tmp_path: Path) -> None:
+    settings = base_settings(tmp_path, database_url, sandbox="none", allow_unsandboxed=True)
+    request = tmp_path / "request.pkl"
+    request.write_bytes(pickle.dumps(RequestBuilder(settings).build(problem_spec(builtin_problem(database)),
+                                                                    CORRECT, 0)))
+    judge = subprocess.Popen([sys.executable, "-c", JUDGE, str(tmp_path), str(request)], stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert judge.stdout is not None
+        pid, verdict = judge.stdout.readline().split()
+        grading = psutil.Process(int(pid))
+        tree = [grading, *grading.children(recursive=True)]
+    finally:
+        judge.kill()
+        judge.wait()
+    assert verdict == "correct" and len(tree) > 1  # the grading process kept children for the next job
+    wait_until(lambda: not any(_running(p) for p in tree), STOP_S, "the grading process and its children to stop")

@@ -2,14 +2,17 @@
 
 Why: the judge's side of an evaluation is Python (the children's replies, the reference's outputs and float64
 oracles, the comparisons, the re-check), and so is the API's. Judges that are threads of one process take
-turns at the interpreter: on a 2-GPU host two such judges spent 26% more device time per verdict than one.
-In processes of their own, each judge's Python runs beside the other's.
+turns at the interpreter: on a 2-GPU host two such judges graded 1.79x one; in processes of their own, 1.93x
+(docs/timing.md, "Where the measurements run").
 
 The judge keeps everything else: claiming, the lease, recording and progress. It sends the grading process
 one call at a time (`Evaluate`, `Prepare`, `MeasureBaseline`, with the request) and reads back `Progressed`
 replies, then `Returned` with the result or `Raised` with the grader's own fault. The process keeps the
 judge's warm children and references. A process that ends during a call (a crash in the judge's own CUDA
 context, a kill) is a grader fault for that job, which goes back to the queue; the next call starts a new one.
+When the judge's process is killed outright, an idle grading process reads the end of the pipe and stops with
+its warm children; a busy one finishes its evaluation first (the evaluation's limits bound it) and stops when
+it cannot send the result.
 """
 
 from __future__ import annotations
