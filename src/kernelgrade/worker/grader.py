@@ -61,6 +61,11 @@ class GraderSpec:
         warm = self.settings.warm_children
         return warm if self.kind == "cuda" else min(1, warm)
 
+    @property
+    def keeps_trials(self) -> bool:
+        """A grader with spares also keeps references and their trials between jobs (Warm.keeping)."""
+        return self.spares > 0
+
 
 class InProcessGrader:
     """Grades in the calling thread, placed on the judge's own cores with the run children it starts."""
@@ -69,11 +74,11 @@ class InProcessGrader:
         self.spec = spec
         settings = spec.settings
         self.warm = (Warm.keeping(spec.launcher, settings.work_root, settings.cache_dir, spec.spares,
-                                  settings.host_lock, spare_cpus=spec.builds) if spec.spares > 0 else None)
+                                  settings.host_lock, spare_cpus=spec.builds) if spec.keeps_trials else None)
 
     @property
     def keeps_trials(self) -> bool:
-        return self.warm is not None
+        return self.spec.keeps_trials
 
     def start(self) -> None:
         """Nothing to start: the warm children started with the grader."""

@@ -99,7 +99,7 @@ class ProcessGrader:
 
     @property
     def keeps_trials(self) -> bool:
-        return self.spec.spares > 0
+        return self.spec.keeps_trials
 
     @property
     def pid(self) -> int | None:

@@ -173,16 +173,19 @@ def prepare_headers(settings: Settings, slots: list[JudgeSlot]) -> None:
         header_pch.prepare(settings.cache_dir, HostLock(settings.host_lock))
 
 
+def gpu_judges(slots: list[JudgeSlot]) -> int:
+    return sum(1 for slot in slots if slot.kind == "cuda")
+
+
 def grades_apart(settings: Settings, slots: list[JudgeSlot]) -> bool:
     """Whether each judge grades in a process of its own (KERNELGRADE_JUDGE_PROCESSES)."""
     if settings.judge_processes == "auto":
-        return sum(1 for slot in slots if slot.kind == "cuda") >= 2
+        return gpu_judges(slots) >= 2
     return settings.judge_processes == "on"
 
 
 def core_plan(settings: Settings, slots: list[JudgeSlot]) -> CorePlan:
-    gpu_judges = sum(1 for slot in slots if slot.kind == "cuda")
-    return plan_cores(settings.measure_cores, gpu_judges, available_cpus())
+    return plan_cores(settings.measure_cores, gpu_judges(slots), available_cpus())
 
 
 def judge_cores(plan: CorePlan, slots: list[JudgeSlot], slot: JudgeSlot) -> JudgeCores:
@@ -193,9 +196,9 @@ def judge_cores(plan: CorePlan, slots: list[JudgeSlot], slot: JudgeSlot) -> Judg
 
 def compile_slots(settings: Settings, slots: list[JudgeSlot], cores: CorePlan | None = None) -> BuildSlots:
     """Builds share the cores set aside for them (placed), or the whole host less the judges' share."""
-    gpu_judges = sum(1 for slot in slots if slot.kind == "cuda")
     placed = len(cores.builds) if cores is not None and cores.builds else None
-    return plan_build_slots(settings.compile_workers, settings.compile_jobs, gpu_judges, read_host(), placed)
+    return plan_build_slots(settings.compile_workers, settings.compile_jobs, gpu_judges(slots), read_host(),
+                            placed)
 
 
 def pool_launcher(settings: Settings) -> Launcher:
