@@ -134,8 +134,10 @@ class Service:
         return health.status_code == 200 and int(health.json()["workers_online"]) >= 1
 
     def devices(self) -> int:
-        """Judges serving this pool: one per GPU, or one CPU judge."""
-        return len(self._ok(self.client.get("/v1/workers"))["workers"])
+        """The devices this pool's judges grade on: its GPUs, however many judges share each (a worker's name ends
+        in its judge's, gpu0 or gpu0.1 for a second judge on gpu0), or its one CPU judge."""
+        workers = self._ok(self.client.get("/v1/workers"))["workers"]
+        return len({w["name"].rpartition(":")[2].partition(".")[0] for w in workers})
 
     def register_problems(self, corpus: list[Submission]) -> None:
         """The cases' own problem files, posted as problems (open mode acts as the local admin)."""

@@ -155,9 +155,13 @@ class Settings(BaseSettings):
     # (evaluator/judge/interleaved.py): auto where most reps of both sides are host-bound (their device time is
     # the host's dispatch), on for every verdict, off never (one phase each, as before).
     interleaved_timing: Switch = "auto"
-    # Judges of the embedded pool: -1 = one per visible GPU, or one CPU judge when there is none; 0 = no
-    # embedded pool (API only, workers run elsewhere).
+    # Judges of the embedded pool: -1 = one per visible GPU, or one CPU judge when there is none; N = at most N
+    # GPUs; 0 = no embedded pool (API only, workers run elsewhere).
     local_judges: int = Field(default=-1, ge=-1)
+    # Judges grading on each GPU at once. With two, one's correctness calls, trial making and comparisons, and
+    # its children loading, run while the other's are paused or between its steps; a measurement holds the
+    # device alone, so no judge's work ever runs beside another's timed phase (evaluator/host/device_lock.py).
+    judges_per_gpu: int = Field(default=1, ge=1, le=4)
     # Each judge grades in a process of its own (worker/grading_process.py) rather than a thread of the server's
     # or worker's process: auto where there are two GPU judges or more, whose Python work (reading replies,
     # making the reference's outputs, comparing) would otherwise take turns at one interpreter; on for every

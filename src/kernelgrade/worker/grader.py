@@ -10,6 +10,7 @@ the reference's outputs and oracles, comparing): two judges in one interpreter t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from kernelgrade.config import Settings
@@ -54,6 +55,7 @@ class GraderSpec:
     kind: str  # the judge's device kind: "cuda" or "cpu"
     measure: tuple[int, ...] = ()  # the judge's own cores (worker/cores.py); empty: no placement
     builds: tuple[int, ...] = ()  # where its spare children start
+    device_lock: Path | None = None  # the lock file of the judge's GPU (evaluator/host/device_lock.py)
 
     @property
     def spares(self) -> int:
@@ -74,7 +76,7 @@ class InProcessGrader:
         self.spec = spec
         settings = spec.settings
         self.warm = (Warm.keeping(spec.launcher, settings.work_root, settings.cache_dir, spec.spares,
-                                  settings.host_lock, spare_cpus=spec.builds) if spec.keeps_trials else None)
+                                  settings.host_lock, spec.builds, spec.device_lock) if spec.keeps_trials else None)
 
     @property
     def keeps_trials(self) -> bool:

@@ -25,6 +25,7 @@ import torch
 
 from kernelgrade.config import Settings
 from kernelgrade.evaluator import CompiledBaseline, EvalRequest, EvalResult, Launcher, Progress, Stage
+from kernelgrade.evaluator.host.device_lock import device_lock_path
 from kernelgrade.storage.baselines import fresh_baseline
 from kernelgrade.storage.clock import utcnow
 from kernelgrade.storage.database import Database
@@ -96,7 +97,8 @@ class Judge:
         self.failed_baselines: set[tuple[int, str]] = set()  # (problem id, device class) this judge leaves alone
         self.looked_at: set[int] = set()  # problem versions this judge prepared or found prepared
         self.progress = ProgressPoster(database)
-        spec = GraderSpec(settings, launcher, slot.kind, self.cores.measure, self.cores.builds)
+        device_lock = device_lock_path(settings.host_lock, slot.device_uuid) if slot.shares_device else None
+        spec = GraderSpec(settings, launcher, slot.kind, self.cores.measure, self.cores.builds, device_lock)
         self.grader: Grader = ProcessGrader(spec, slot.name) if own_process else InProcessGrader(spec)
         self.thread = threading.Thread(target=self._loop, name=f"judge-{slot.name}", daemon=True)
 

@@ -61,7 +61,7 @@ class WorkerPool:
         """`polling`: judges look for queued jobs themselves (embedded). Off, they only grade the jobs handed
         to them (Judge.grade_delivered, from a broker's tasks); the heartbeat still renews their leases."""
         launcher = pool_launcher(settings)
-        slots = slots if slots is not None else discover_judges(settings.local_judges)
+        slots = slots if slots is not None else discover_judges(settings.local_judges, settings.judges_per_gpu)
         stopping = threading.Event()
         prefix = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         cores = core_plan(settings, slots)

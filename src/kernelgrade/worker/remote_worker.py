@@ -44,8 +44,9 @@ class WorkerOptions:
     concurrency: int | None = None
 
 
-def worker_slots(options: WorkerOptions) -> list[JudgeSlot]:
-    slots = discover_judges(-1 if options.concurrency is None else options.concurrency)
+def worker_slots(options: WorkerOptions, per_gpu: int = 1) -> list[JudgeSlot]:
+    """`per_gpu`: judges on each GPU (KERNELGRADE_JUDGES_PER_GPU); `options.concurrency` counts GPUs there."""
+    slots = discover_judges(-1 if options.concurrency is None else options.concurrency, per_gpu)
     if slots[0].kind == "cpu" and (options.concurrency or 1) > 1:
         slots = [replace(slots[0], name=f"cpu{i}") for i in range(options.concurrency or 1)]
     if options.device_class:
@@ -186,7 +187,7 @@ def run_worker(settings: Settings, options: WorkerOptions) -> int:
     if not pool_ready(settings):
         return 2
     database = Database.connect(settings.resolved_database_url)
-    slots = worker_slots(options)
+    slots = worker_slots(options, settings.judges_per_gpu)
     pool = WorkerPool.start(settings, database, slots, polling=False)
     sender = CelerySender(settings)
     reaper = Reaper(settings, database, sender)

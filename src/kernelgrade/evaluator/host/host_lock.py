@@ -38,8 +38,9 @@ class HostLock:
     meanwhile: both kinds pass a gate file first, and the measurement stays in the gate until it has the lock,
     so builds that overlap one another cannot hold it off."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, poll_s: float = POLL_S) -> None:
+        """`poll_s`: how often a waiter tries again."""
+        self.path, self.poll_s = path, poll_s
         self.gate = path.with_name(path.name + ".gate")
 
     @contextmanager
@@ -70,31 +71,56 @@ class HostLock:
         finally:
             os.close(fd)
 
-    @contextmanager
-    def _taken(self, mode: int, without: str) -> Iterator[None]:
+    def acquire(self, mode: int, without: str) -> int | None:
+        """Takes the lock (`mode`: fcntl.LOCK_EX or LOCK_SH) through the gate and returns the descriptor that
+        holds it, for release(); None where the file cannot be opened. Past WAIT_S it goes on `without` it,
+        holding the descriptor all the same."""
         try:
-            fd: int | None = _open(self.path)
+            fd = _open(self.path)
         except OSError as exc:  # an unusable lock path must not stop grading either
-            log.warning("could not open the host lock %s (%s); %s without it", self.path, exc, without)
-            fd = None
-        if fd is None:
+            log.warning("could not open the lock %s (%s); %s without it", self.path, exc, without)
+            return None
+        if not self._through_gate(fd, mode, WAIT_S):
+            log.warning("the lock %s was held for over %.0f s; %s without it", self.path, WAIT_S, without)
+        return fd
+
+    @staticmethod
+    def release(fd: int | None) -> None:
+        if fd is not None:
+            os.close(fd)  # releases the lock with the descriptor
+
+    @contextmanager
+    def beside(self) -> Iterator[None]:
+        """Holds the lock shared without passing the gate: waits only while another holds it alone, never for
+        one waiting at the gate. For what a holder of the lock may wait for (device_lock.py), which would
+        otherwise wait behind a waiter that waits for that holder."""
+        try:
+            fd = _open(self.path)
+        except OSError:
             yield
             return
         try:
-            if not self._through_gate(fd, mode, WAIT_S):
-                log.warning("the host lock %s was held for over %.0f s; %s without it", self.path, WAIT_S, without)
+            _take(fd, fcntl.LOCK_SH, time.monotonic() + WAIT_S, self.poll_s)
             yield
         finally:
-            os.close(fd)  # releases the lock with the descriptor
+            os.close(fd)
+
+    @contextmanager
+    def _taken(self, mode: int, without: str) -> Iterator[None]:
+        fd = self.acquire(mode, without)
+        try:
+            yield
+        finally:
+            self.release(fd)
 
     def _through_gate(self, fd: int, mode: int, wait_s: float) -> bool:
         deadline = time.monotonic() + wait_s
         try:
             gate = _open(self.gate)
         except OSError:  # a lock file made by hand where no gate can be: no fairness, but the lock still
-            return _take(fd, mode, deadline)
+            return _take(fd, mode, deadline, self.poll_s)
         try:
-            return _take(gate, fcntl.LOCK_EX, deadline) and _take(fd, mode, deadline)
+            return _take(gate, fcntl.LOCK_EX, deadline, self.poll_s) and _take(fd, mode, deadline, self.poll_s)
         finally:
             os.close(gate)  # lets the next one through the gate
 
@@ -103,7 +129,7 @@ def _open(path: Path) -> int:
     return os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)
 
 
-def _take(fd: int, mode: int, deadline: float) -> bool:
+def _take(fd: int, mode: int, deadline: float, poll_s: float) -> bool:
     while True:
         try:
             fcntl.flock(fd, mode | fcntl.LOCK_NB)
@@ -111,4 +137,4 @@ def _take(fd: int, mode: int, deadline: float) -> bool:
         except BlockingIOError:
             if time.monotonic() >= deadline:
                 return False
-            time.sleep(POLL_S)
+            time.sleep(poll_s)

@@ -13,6 +13,10 @@ kernels would run beside the timed calls. The timed phases hold `quiet()`; a spa
 waits for it before its device warm-up (before it even starts on the CPU, where importing torch competes with
 the measurement). Nor may a spare's start take the measurement's cores: a GPU judge's spares start on the build
 cores (`spare_cpus`), and the one a job takes moves onto the job's cores.
+
+Where other judges grade on the same GPU, the device's lock (device_lock.py) keeps their work out of this judge's
+measurements and this judge's out of theirs: an evaluation holds it shared (`using`), `quiet()` holds it alone, and
+a spare's device warm-up holds it shared beside the others.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelgrade.evaluator.host.device_lock import DeviceLock
 from kernelgrade.evaluator.host.host_lock import HostLock
 from kernelgrade.evaluator.host.session import RunSession, StageFailed
 from kernelgrade.evaluator.sandbox.cpus import here, on_cpus, place_tree
@@ -61,13 +66,16 @@ class KeptChild:
 
 class RunChildren:
     def __init__(self, launcher: Launcher, work_root: Path, spares: int = 0, hidden: tuple[Path, ...] = (),
-                 host_lock: HostLock | None = None, spare_cpus: tuple[int, ...] = (), kept: int = 0) -> None:
+                 host_lock: HostLock | None = None, spare_cpus: tuple[int, ...] = (), kept: int = 0,
+                 device_lock: DeviceLock | None = None) -> None:
         """`host_lock`: also held, beside this judge's own quiet lock, around CPU measurements (alone) and CPU
         spares' starts (shared), so that judges in other processes on the host keep out of them too
         (host_lock.py). `spare_cpus`: where spares start (importing torch takes a core for seconds), away from
         the cores of the judge's measurements; a spare taken for a job moves to the taking thread's cores.
-        `kept`: how many children that never ran submission code (references') are kept between evaluations."""
+        `kept`: how many children that never ran submission code (references') are kept between evaluations.
+        `device_lock`: the lock of the GPU this judge grades on, which other judges may share (device_lock.py)."""
         self.launcher, self.work_root, self.spares, self.hidden = launcher, work_root, spares, hidden
+        self.device_lock = device_lock
         self.kept_most = kept
         self.host_lock, self.spare_cpus = host_lock, spare_cpus
         self._ready: dict[ChildKind, list[RunSession]] = {}
@@ -123,9 +131,19 @@ class RunChildren:
     @contextmanager
     def quiet(self, cpu: bool = False) -> Iterator[None]:
         """Held around a measurement: no spare of this judge touches the device meanwhile; on the CPU (`cpu`),
-        none of another judge on the host starts either."""
-        with self._quiet, self.host_lock.held() if cpu and self.host_lock else nullcontext():
+        none of another judge on the host starts either; on a GPU, nothing of another judge of the device runs."""
+        with self._quiet, self._alone(cpu):
             yield
+
+    def using(self, cpu: bool = False) -> AbstractContextManager[None]:
+        """Held by an evaluation, or a problem's preparation, while it works on a GPU outside its measurements:
+        no other judge of the device measures meanwhile."""
+        return self.device_lock.using() if self.device_lock is not None and not cpu else nullcontext()
+
+    def _alone(self, cpu: bool) -> AbstractContextManager[None]:
+        if cpu:
+            return self.host_lock.held() if self.host_lock is not None else nullcontext()
+        return self.device_lock.alone() if self.device_lock is not None else nullcontext()
 
     def keep(self, kept: KeptChild) -> None:
         """Keeps a child that never ran submission code (a reference's: judge/reference_child.py) for the next
@@ -212,7 +230,14 @@ class RunChildren:
         if kind.gpu_index is None:  # on the CPU the whole start competes with a measurement
             with self._quiet, self.host_lock.shared() if self.host_lock else nullcontext():
                 return self._start(kind)
-        return self._start(kind, before_device=self._quiet)
+        return self._start(kind, before_device=self._before_device())
+
+    @contextmanager
+    def _before_device(self) -> Iterator[None]:
+        """What a GPU spare holds for its device warm-up: this judge's quiet lock, and the device's beside the
+        other judges' evaluations."""
+        with self._quiet, self.device_lock.beside() if self.device_lock is not None else nullcontext():
+            yield
 
     def refill(self, kind: ChildKind) -> None:
         """Spares of `kind` started until `spares` are ready or starting."""

@@ -88,6 +88,10 @@ class Job:
         """The child sees only its own GPU, so it is always the first one there."""
         return "cuda:0" if self.device.type == "cuda" else "cpu"
 
+    def using_device(self) -> AbstractContextManager[None]:
+        """Held while the job works on its GPU outside its measurements (run_children.py, `using`)."""
+        return self.warm.children.using(cpu=self.device.type == "cpu")
+
     @contextmanager
     def in_stage(self, stage: Stage, message: str) -> Iterator[None]:
         self.stage = stage

@@ -131,11 +131,20 @@ def _validate(job: Job) -> Failure | None:
 
 
 def _run_stages(job: Job, record: Record) -> None:
-    with job.timed("reference"):
+    """The device is used under the judge's shared hold of its lock (run_children.py), from the candidate's
+    child on, and for the reference before; not for the build between, which can take minutes and never
+    touches the device: another judge of the device may measure meanwhile."""
+    with job.timed("reference"), job.using_device():
         reference = job.reference()
     files = SubmissionFiles.write(job.work_dir, job.request.submission, reference.init_inputs)
     target = build_target(job.request)
     compiled = _compile(job, record, files, target)
+    with job.using_device():
+        _on_device(job, record, reference, compiled, target)
+
+
+def _on_device(job: Job, record: Record, reference: Reference, compiled: CompileOutcome,
+               target: BuildTarget) -> None:
     env = arch_env(target)
     kind = child_kind(job.request)
     session = _run_child(job, kind)

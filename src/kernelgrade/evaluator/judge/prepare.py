@@ -67,9 +67,10 @@ def prepare(request: EvalRequest, warm: Warm) -> Preparation:
         return Preparation(name, note=_TOO_LARGE.format(trial_store.STORE_MAX_BYTES >> 20))
     started = time.monotonic()
     try:
-        with _beside_measurements(warm, device):
-            made, why_not = _made_trials(request, device, references)
-        timed = not why_not and _timed_ahead(request, warm, device, references)
+        with warm.children.using(cpu=device.type == "cpu"):
+            with _beside_measurements(warm, device):
+                made, why_not = _made_trials(request, device, references)
+            timed = not why_not and _timed_ahead(request, warm, device, references)
     except Exception as exc:  # the problem's own code, or the device running out: the evaluations will say
         return Preparation(name, seconds=time.monotonic() - started, note=f"the reference failed: {exc!r}"[:500])
     finally:
