@@ -44,7 +44,8 @@ def _register_worker(commands: Subparsers) -> None:
     worker.add_argument("--device-class", default=None,
                         help="the queue to serve, e.g. cuda-h100 (default: detected from this host's device)")
     worker.add_argument("--concurrency", type=int, default=None,
-                        help="judges in this worker (default: one per visible GPU, or one CPU judge)")
+                        help="GPUs this worker grades on, with KERNELGRADE_JUDGES_PER_GPU judges each, or CPU"
+                             " judges on a host without one (default: every visible GPU, or one CPU judge)")
     worker.set_defaults(handler=_worker)
 
 

@@ -40,7 +40,8 @@ ALIVE_FILE = "worker.alive"
 class WorkerOptions:
     # None: detected (kernelgrade.evaluator.host.environment.device_class).
     device_class: str | None = None
-    # Judges in this worker; None: one per visible GPU, or one CPU judge.
+    # GPUs this worker grades on (KERNELGRADE_JUDGES_PER_GPU judges each), or CPU judges on a host without one;
+    # None: every visible GPU, or one CPU judge.
     concurrency: int | None = None
 
 
