@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from kernelgrade.evaluator import EvalResult, Interleave, Severity, Verdict, Warm, evaluate
+from kernelgrade.evaluator import EvalResult, Interleave, Limits, Severity, Verdict, Warm, evaluate
 from kernelgrade.evaluator.sandbox.launcher import Launcher
 from kernelgrade.evaluator.sandbox.levels import SandboxOptions, SandboxUnavailable, make_launcher
 from kernelgrade.problems import find_builtin, load_problem_source
@@ -67,6 +67,10 @@ class Case:
         return builtin.spec()
 
     @property
+    def limits(self) -> Limits:
+        return dataclasses.replace(TEST_LIMITS, **self.setup.get("limits", {}))
+
+    @property
     def marks(self) -> list[pytest.MarkDecorator]:
         device = self.problem().device.value
         return [pytest.mark.gpu] if device == "cuda" else []
@@ -96,8 +100,7 @@ def test_a_case_timed_in_turn_gets_the_same_verdict(case: Case, make_request: Re
 def _graded(case: Case, make_request: RequestFactory, monkeypatch: pytest.MonkeyPatch,
             interleave: Interleave = Interleave.AUTO) -> EvalResult:
     source = (case.folder / "submission.py").read_bytes().decode("utf-8", errors="surrogateescape")
-    limits = dataclasses.replace(TEST_LIMITS, **case.setup.get("limits", {}))
-    request = make_request(case.problem(), source, measure_timing=case.timing, limits=limits)
+    request = make_request(case.problem(), source, measure_timing=case.timing, limits=case.limits)
     request = dataclasses.replace(request, timing=dataclasses.replace(request.timing, interleave=interleave))
     launcher = _launcher(case, data_dir=request.work_root.parent)
     _plant(case.setup.get("cache_files", {}), request.cache_dir)
@@ -105,9 +108,9 @@ def _graded(case: Case, make_request: RequestFactory, monkeypatch: pytest.Monkey
         return evaluate(request, launcher)
 
 
-# Cases that need nothing arranged around them, graded one after another by one judge that keeps warm run
-# children and references between evaluations, as the service's judges do.
-WARM_CASES = [p for p in _cases() if not p.values[0].setup and p.values[0].sandbox == "auto"]
+# Cases that need nothing arranged around them but their limits, graded one after another by one judge that
+# keeps warm run children and references between evaluations, as the service's judges do.
+WARM_CASES = [p for p in _cases() if set(p.values[0].setup) <= {"limits"} and p.values[0].sandbox == "auto"]
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +126,8 @@ def test_a_warm_judge_gives_the_same_verdict(case: Case, make_request: RequestFa
                                              warm_judge: tuple[Launcher, Warm]) -> None:
     launcher, warm = warm_judge
     source = (case.folder / "submission.py").read_bytes().decode("utf-8", errors="surrogateescape")
-    result = evaluate(make_request(case.problem(), source, measure_timing=case.timing), launcher, warm=warm)
+    result = evaluate(make_request(case.problem(), source, measure_timing=case.timing, limits=case.limits), launcher,
+                      warm=warm)
     _check(case, result)
 
 
