@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from kernelgrade.evaluator import EvalResult, Interleave, Limits, Severity, Verdict, Warm, evaluate
+from kernelgrade.evaluator import EvalRequest, EvalResult, Interleave, Severity, Verdict, Warm, evaluate
 from kernelgrade.evaluator.sandbox.launcher import Launcher
 from kernelgrade.evaluator.sandbox.levels import SandboxOptions, SandboxUnavailable, make_launcher
 from kernelgrade.problems import find_builtin, load_problem_source
@@ -66,9 +66,11 @@ class Case:
         assert builtin is not None, f"{self.name}: unknown built-in problem"
         return builtin.spec()
 
-    @property
-    def limits(self) -> Limits:
-        return dataclasses.replace(TEST_LIMITS, **self.setup.get("limits", {}))
+    def request(self, make_request: RequestFactory) -> EvalRequest:
+        """The case's submission as a request for its problem, with the tests' limits and its own in place."""
+        source = (self.folder / "submission.py").read_bytes().decode("utf-8", errors="surrogateescape")
+        limits = dataclasses.replace(TEST_LIMITS, **self.setup.get("limits", {}))
+        return make_request(self.problem(), source, measure_timing=self.timing, limits=limits)
 
     @property
     def marks(self) -> list[pytest.MarkDecorator]:
@@ -99,8 +101,7 @@ def test_a_case_timed_in_turn_gets_the_same_verdict(case: Case, make_request: Re
 
 def _graded(case: Case, make_request: RequestFactory, monkeypatch: pytest.MonkeyPatch,
             interleave: Interleave = Interleave.AUTO) -> EvalResult:
-    source = (case.folder / "submission.py").read_bytes().decode("utf-8", errors="surrogateescape")
-    request = make_request(case.problem(), source, measure_timing=case.timing, limits=case.limits)
+    request = case.request(make_request)
     request = dataclasses.replace(request, timing=dataclasses.replace(request.timing, interleave=interleave))
     launcher = _launcher(case, data_dir=request.work_root.parent)
     _plant(case.setup.get("cache_files", {}), request.cache_dir)
@@ -125,9 +126,7 @@ def warm_judge(tmp_path_factory: pytest.TempPathFactory, compile_cache: Path) ->
 def test_a_warm_judge_gives_the_same_verdict(case: Case, make_request: RequestFactory,
                                              warm_judge: tuple[Launcher, Warm]) -> None:
     launcher, warm = warm_judge
-    source = (case.folder / "submission.py").read_bytes().decode("utf-8", errors="surrogateescape")
-    result = evaluate(make_request(case.problem(), source, measure_timing=case.timing, limits=case.limits), launcher,
-                      warm=warm)
+    result = evaluate(case.request(make_request), launcher, warm=warm)
     _check(case, result)
 
 
