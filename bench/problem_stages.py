@@ -1,0 +1,97 @@
+"""Where a warm judge's evaluations of chosen problems spend their device time, part by part.
+
+    PYTHONPATH=src:bench python3 bench/problem_stages.py KERNELBENCH_FOLDER [--levels 2] [--problems 12]
+                                                         [--only 2_,17_] [--times 2] [--device cuda]
+
+Takes the problems as bench/throughput.py --mixed posts them (`--problems` of `--levels`, in its order) or those
+whose names start with one of `--only`. Each problem is prepared as an idle judge prepares it, then its reference
+renamed ModelNew is evaluated `--times` times by one judge that keeps its children, references and trials
+between evaluations, as a server's judge does. Prints each evaluation's verdict, its device seconds (the stages
+a run child holds the device for, as throughput.py counts them) and the seconds of every stage part summed over
+the evaluation (7 correctness trials give one `correctness:call` figure), and how its trials' expected outputs
+were had (computed, stored, kept). The second evaluation of a problem is one whose problem a judge has just
+seen; a stream's second pass sees each problem after many others, so its figures lie between the two.
+
+Prints numbers; asserts nothing. With --device cpu the problems run on the CPU: a check that it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from kernelgrade.config import Settings
+from kernelgrade.evaluator.host.warm import Warm
+from kernelgrade.evaluator.judge.pipeline import evaluate
+from kernelgrade.evaluator.judge.prepare import prepare
+from kernelgrade.evaluator.request import EvalRequest
+from kernelgrade.evaluator.result import EvalResult
+from kernelgrade.evaluator.sandbox.levels import make_launcher
+from kernelgrade.worker.grading_request import RequestBuilder
+from throughput import kernelbench_problems, problem_spec
+from throughput_corpus import ProblemRef, as_model_new
+from throughput_report import DEVICE_STAGES
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="problem-stages-") as root:
+        settings = Settings(data_dir=Path(root))
+        launcher = make_launcher(args.sandbox)
+        warm = Warm.keeping(launcher, settings.work_root, settings.cache_dir, max(1, settings.warm_children))
+        try:
+            for problem in chosen(args):
+                request = _request(settings, problem, args.device)
+                started = time.perf_counter()
+                prepared = prepare(request, warm)
+                print(f"== {problem.name}: prepared in {time.perf_counter() - started:.2f} s"
+                      f"{' (' + prepared.note + ')' if prepared.note else ''}", flush=True)
+                for index in range(args.times):
+                    print(described(index, evaluate(request, launcher, warm=warm)), flush=True)
+        finally:
+            warm.close()
+
+
+def chosen(args: argparse.Namespace) -> list[ProblemRef]:
+    problems = kernelbench_problems(args.folder, args.levels)
+    if not args.only:
+        return problems[:args.problems]
+    prefixes = tuple(p.lower() for p in args.only.split(","))
+    return [p for p in problems if p.name.startswith(prefixes)]
+
+
+def _request(settings: Settings, problem: ProblemRef, device: str) -> EvalRequest:
+    return RequestBuilder(settings).build(problem_spec(problem, device), as_model_new(problem.source), 0)
+
+
+def described(index: int, result: EvalResult) -> str:
+    """One evaluation: its verdict and device seconds, each stage part's seconds summed, how its trials were had."""
+    parts: dict[str, float] = {}
+    for label, seconds in result.stage_seconds:
+        parts[label] = parts.get(label, 0.0) + seconds
+    device = sum(parts.get(stage, 0.0) for stage in DEVICE_STAGES)
+    extra = dict(result.extra)
+    trials = ", ".join(f"{extra[key]} {key.removeprefix('trials_')}" for key in
+                       ("trials_computed", "trials_stored", "trials_kept") if extra.get(key, "0") != "0")
+    listed = "  ".join(f"{label} {seconds:.2f}" for label, seconds in parts.items() if seconds >= 0.005)
+    return (f"-- {index}: {result.verdict.value}, device {device:.2f} s, trials {trials or 'none'}\n"
+            f"   {listed}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", type=Path, help="a KernelBench checkout's KernelBench/ folder")
+    parser.add_argument("--levels", type=lambda text: [int(v) for v in text.split(",")], default=[2])
+    parser.add_argument("--problems", type=int, default=12, help="the stream's first this many problems")
+    parser.add_argument("--only", default="", help="instead: the problems whose names start with these (a,b,...)")
+    parser.add_argument("--times", type=int, default=2, help="evaluations of each problem, one after another")
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    parser.add_argument("--sandbox", default="auto", help="the run children's sandbox (kernelgrade's levels)")
+    return parser
+
+
+if __name__ == "__main__":
+    main()

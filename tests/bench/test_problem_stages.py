@@ -1,0 +1,29 @@
+"""bench/problem_stages.py on the CPU: a problem prepared, then evaluated twice by one warm judge, each
+evaluation's device seconds and parts printed; the second finds the trials the preparation stored or the first
+evaluation kept."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+FIXTURES = Path(__file__).resolve().parent / "kernelbench"
+
+
+def test_a_problem_evaluated_twice_prints_where_its_device_time_went(monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    importlib.import_module("problem_stages").main([str(FIXTURES), "--levels", "1", "--only", "1_tiny_relu",
+                                                    "--times", "2", "--device", "cpu"])
+    out = capsys.readouterr().out
+    assert re.search(r"^== 1_tiny_relu: prepared in [\d.]+ s$", out, re.MULTILINE), out
+    evaluations = re.findall(r"^-- (\d): (\w+), device ([\d.]+) s, trials (.*)\n   (.*)$", out, re.MULTILINE)
+    assert [(index, verdict) for index, verdict, *_ in evaluations] == [("0", "correct"), ("1", "correct")], out
+    for _index, _verdict, device, trials, parts in evaluations:
+        assert float(device) > 0, out
+        assert "correctness:call" in parts and "timing:candidate" in parts, out
+        assert "computed" not in trials, out  # prepared: every trial stored, or kept since
