@@ -8,9 +8,10 @@ whose names start with one of `--only`. Each problem is prepared as an idle judg
 renamed ModelNew is evaluated `--times` times by one judge that keeps its children, references and trials
 between evaluations, as a server's judge does. Prints each evaluation's verdict, its device seconds (the stages
 a run child holds the device for, as throughput.py counts them) and the seconds of every stage part summed over
-the evaluation (7 correctness trials give one `correctness:call` figure), and how its trials' expected outputs
-were had (computed, stored, kept). The second evaluation of a problem is one whose problem a judge has just
-seen; a stream's second pass sees each problem after many others, so its figures lie between the two.
+the evaluation (7 correctness trials give one `correctness:call` figure), how its trials' expected outputs were
+had (computed, stored, kept), its speedup with its 95 % interval, and its findings. The second evaluation of a
+problem is one whose problem a judge has just seen; a stream's second pass sees each problem after many others, so
+its figures lie between the two.
 
 Prints numbers; asserts nothing. With --device cpu the problems run on the CPU: a check that it runs.
 """
@@ -30,6 +31,7 @@ from kernelgrade.evaluator.judge.prepare import prepare
 from kernelgrade.evaluator.request import EvalRequest
 from kernelgrade.evaluator.result import EvalResult
 from kernelgrade.evaluator.sandbox.levels import make_launcher
+from kernelgrade.evaluator.speedup_interval import speedup_bounds
 from kernelgrade.worker.grading_request import RequestBuilder
 from throughput import kernelbench_problems, problem_spec
 from throughput_corpus import ProblemRef, as_model_new
@@ -40,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="problem-stages-") as root:
         settings = Settings(data_dir=Path(root))
-        launcher = make_launcher(args.sandbox)
+        launcher = make_launcher(args.sandbox, allow_unsandboxed=args.sandbox == "none")
         warm = Warm.keeping(launcher, settings.work_root, settings.cache_dir, max(1, settings.warm_children))
         try:
             for problem in chosen(args):
@@ -68,7 +70,7 @@ def _request(settings: Settings, problem: ProblemRef, device: str) -> EvalReques
 
 
 def described(index: int, result: EvalResult) -> str:
-    """One evaluation: its verdict and device seconds, each stage part's seconds summed, how its trials were had."""
+    """One evaluation: its verdict, device seconds, trials, speedup and findings; each stage part's seconds summed."""
     parts: dict[str, float] = {}
     for label, seconds in result.stage_seconds:
         parts[label] = parts.get(label, 0.0) + seconds
@@ -77,8 +79,16 @@ def described(index: int, result: EvalResult) -> str:
     trials = ", ".join(f"{extra[key]} {key.removeprefix('trials_')}" for key in
                        ("trials_computed", "trials_stored", "trials_kept") if extra.get(key, "0") != "0")
     listed = "  ".join(f"{label} {seconds:.2f}" for label, seconds in parts.items() if seconds >= 0.005)
-    return (f"-- {index}: {result.verdict.value}, device {device:.2f} s, trials {trials or 'none'}\n"
-            f"   {listed}")
+    found = ", ".join(f"{f.code} ({f.severity.value})" for f in result.findings)
+    return (f"-- {index}: {result.verdict.value}, device {device:.2f} s, trials {trials or 'none'}"
+            f"{_speedup(result)}{', findings ' + found if found else ''}\n   {listed}")
+
+
+def _speedup(result: EvalResult) -> str:
+    bounds = speedup_bounds(result.reference_timing, result.candidate_timing)
+    if result.speedup is None or bounds is None:
+        return ""
+    return f", speedup {result.speedup:.3f}x ({bounds[0]:.3f}-{bounds[1]:.3f})"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -89,7 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--only", default="", help="instead: the problems whose names start with these (a,b,...)")
     parser.add_argument("--times", type=int, default=2, help="evaluations of each problem, one after another")
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    parser.add_argument("--sandbox", default="auto", help="the run children's sandbox (kernelgrade's levels)")
+    parser.add_argument("--sandbox", default="auto",
+                        help="the run children's sandbox (kernelgrade's levels); none: unsandboxed, for a profiler"
+                             " that follows children")
     return parser
 
 

@@ -21,9 +21,10 @@ def test_a_problem_evaluated_twice_prints_where_its_device_time_went(monkeypatch
                                                     "--times", "2", "--device", "cpu"])
     out = capsys.readouterr().out
     assert re.search(r"^== 1_tiny_relu: prepared in [\d.]+ s$", out, re.MULTILINE), out
-    evaluations = re.findall(r"^-- (\d): (\w+), device ([\d.]+) s, trials (.*)\n   (.*)$", out, re.MULTILINE)
+    evaluations = re.findall(r"^-- (\d): (\w+), device ([\d.]+) s, trials ([^,\n]*(?:, \d+ \w+)*)"
+                             r", speedup ([\d.]+)x \(([\d.]+)-([\d.]+)\)(.*)\n   (.*)$", out, re.MULTILINE)
     assert [(index, verdict) for index, verdict, *_ in evaluations] == [("0", "correct"), ("1", "correct")], out
-    for _index, _verdict, device, trials, parts in evaluations:
-        assert float(device) > 0, out
+    for _index, _verdict, device, trials, speedup, low, high, _findings, parts in evaluations:
+        assert float(device) > 0 and float(low) <= float(speedup) <= float(high), out
         assert "correctness:call" in parts and "timing:candidate" in parts, out
         assert "computed" not in trials, out  # prepared: every trial stored, or kept since

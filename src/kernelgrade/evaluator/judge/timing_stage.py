@@ -40,6 +40,7 @@ from kernelgrade.evaluator.judge.settle import settle_s
 from kernelgrade.evaluator.judge.timed_outputs import recheck_timed_outputs
 from kernelgrade.evaluator.request import Limits, TimingParams
 from kernelgrade.evaluator.result import Finding, Severity, Stage
+from kernelgrade.evaluator.speedup_interval import imprecision_findings
 from kernelgrade.evaluator.timing_room import TimingFootprint, sets_that_fit
 from kernelgrade.evaluator.wire import tensorfile
 from kernelgrade.evaluator.wire.replies import TimedReply
@@ -128,6 +129,7 @@ def time_candidate(job: Job, record: Record, session: RunSession, reference: Ref
                 recheck_timed_outputs(job, record, session, reference, sets)
         _check_roofline(job, record)
         record.note(speedup_findings(record.speedup()))
+        record.note(imprecision_findings(record.reference_timing, record.candidate_timing))
         job.report(Stage.TIMING, "timing", 3, 3)
     return timed
 
