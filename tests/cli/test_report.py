@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import xml.etree.ElementTree as ET
 
@@ -44,6 +45,14 @@ def test_the_table_shows_the_speedup_against_torch_compile() -> None:
     lines = table.splitlines()
     speedup_at = next(i for i, line in enumerate(lines) if line.startswith("speedup "))
     assert lines[speedup_at + 1] == "vs compile  0.812x (torch.compile reference 1.234 ms, inductor (mode default))"
+
+
+def test_the_table_gives_the_speedup_with_its_interval() -> None:
+    timed = dataclasses.replace(result(None, None), reference_timing=dataclasses.replace(
+        stats(2.0), ci95_low_ms=1.9, ci95_high_ms=2.1))
+    line = next(line for line in verdict_table(timed, "k.py").splitlines() if line.startswith("speedup "))
+    assert line == ("speedup     1.316x (reference median / candidate median; 95% interval"
+                    f" {1.9 / 1.52:.3f}-{2.1 / 1.52:.3f}x)")
 
 
 def test_the_table_says_why_the_compiled_baseline_failed() -> None:

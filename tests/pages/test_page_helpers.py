@@ -7,7 +7,6 @@ from typing import get_args
 
 import pytest
 
-from kernelgrade.service.pages.board_pages import speedup_interval
 from kernelgrade.service.pages.explanations import VERDICTS, explain_verdict, relevant_lines, source_excerpt
 from kernelgrade.service.pages.measurements import stop_reason, trials
 from kernelgrade.service.pages.problem_page import baselines
@@ -25,7 +24,7 @@ def timing(low: float, high: float) -> dict[str, object]:
 
 def test_speedup_interval_bounds_reference_over_candidate_from_both_sides() -> None:
     result = StoredResult.read({"reference_timing": timing(9.0, 11.0), "candidate_timing": timing(4.0, 5.0)})
-    interval = speedup_interval(result)
+    interval = result.speedup_interval()
     assert interval is not None
     assert (interval.low, interval.high) == pytest.approx((9.0 / 5.0, 11.0 / 4.0))
 
@@ -34,7 +33,7 @@ def test_speedup_interval_bounds_reference_over_candidate_from_both_sides() -> N
                                     "candidate_timing": timing(0.0, 1.0)}, {"reference_timing": {"n": 3},
                                     "candidate_timing": timing(1, 2)}])
 def test_speedup_interval_is_none_without_two_usable_intervals(result: dict[str, object]) -> None:
-    assert speedup_interval(StoredResult.read(result)) is None
+    assert StoredResult.read(result).speedup_interval() is None
 
 
 def test_baselines_take_the_median_of_reference_medians_per_device_class() -> None:

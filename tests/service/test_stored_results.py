@@ -116,6 +116,18 @@ def _finish_with(database: Database, blob: dict[str, Any]) -> None:
         assert finish_job(session, job.evaluation_id, "judge", outcome)
 
 
+def test_the_speedup_comes_with_its_interval_from_the_two_medians_intervals(api: httpx.Client,
+                                                                            database: Database) -> None:
+    submission_id = _submit(api)
+    _finish_with(database, json.loads(STORED.read_text()))
+    evaluation = _evaluation(api, submission_id)
+    reference, candidate = evaluation["reference_timing"], evaluation["candidate_timing"]
+    assert evaluation["speedup_interval"] == {
+        "low": pytest.approx(reference["ci95_low_ms"] / candidate["ci95_high_ms"]),
+        "high": pytest.approx(reference["ci95_high_ms"] / candidate["ci95_low_ms"])}
+    assert evaluation["speedup_interval"]["low"] < evaluation["speedup"] < evaluation["speedup_interval"]["high"]
+
+
 def test_a_row_stored_by_earlier_code_still_reads(api: httpx.Client, database: Database) -> None:
     stored = json.loads(STORED.read_text())
     assert EvalResult.from_json_dict(stored) == full_result()  # the worker's side reads it too

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from kernelgrade.evaluator import BaselineStatus, EvalResult, TimingStats, TrialResult, Verdict
+from kernelgrade.evaluator.speedup_interval import speedup_bounds
 from kernelgrade.sandbox_policy import UNSANDBOXED_WARNING, unsandboxed
 
 
@@ -62,7 +63,7 @@ def _timing_lines(result: EvalResult) -> list[str]:
     lines.append(_stats_line("reference", result.reference_timing))
     lines.append(_stats_line("candidate", result.candidate_timing))
     if result.speedup is not None:
-        lines.append(f"speedup     {result.speedup:.3f}x (reference median / candidate median)")
+        lines.append(f"speedup     {result.speedup:.3f}x (reference median / candidate median{_interval(result)})")
     lines.extend(_compiled_lines(result))
     if result.method:
         m = result.method
@@ -72,6 +73,11 @@ def _timing_lines(result: EvalResult) -> list[str]:
                      f" after {m.min_reps} reps, or at {m.max_device_ms:g} ms device / {m.max_wall_ms:g} ms wall /"
                      f" {m.max_reps} reps; {m.input_sets} input sets")
     return lines
+
+
+def _interval(result: EvalResult) -> str:
+    bounds = speedup_bounds(result.reference_timing, result.candidate_timing)
+    return f"; 95% interval {bounds[0]:.3f}-{bounds[1]:.3f}x" if bounds else ""
 
 
 def _compiled_lines(result: EvalResult) -> list[str]:

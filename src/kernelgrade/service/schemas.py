@@ -130,6 +130,11 @@ class CompiledBaselineOut(BaseModel):
     message: str = Field("", description="why it failed; empty when measured")
 
 
+class SpeedupIntervalOut(BaseModel):
+    low: float = Field(description="the slowest reference (its median's 95% upper bound) over the fastest candidate")
+    high: float = Field(description="the fastest reference over the slowest candidate")
+
+
 class EvaluationOut(BaseModel):
     id: int
     status: StatusName
@@ -142,6 +147,9 @@ class EvaluationOut(BaseModel):
         None, description="torch.compile reference median / candidate median; null without a measured compiled"
                           " baseline (yet: see compiled_baseline.status) or when the verdict is neither correct nor"
                           " flagged")
+    speedup_interval: SpeedupIntervalOut | None = Field(
+        None, description="a 95% interval of the speedup, from the two medians' 95% intervals; one whose high bound"
+                          " is more than 1.5 times its low comes with the timing_imprecise finding")
     reference_median_ms: float | None
     candidate_median_ms: float | None
     compiled_baseline: CompiledBaselineOut | None = Field(

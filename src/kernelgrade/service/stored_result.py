@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from kernelgrade.service.schemas import CompiledBaselineOut, FailureOut, FindingOut, TimingOut
+from kernelgrade.service.schemas import CompiledBaselineOut, FailureOut, FindingOut, SpeedupIntervalOut, TimingOut
 from kernelgrade.storage.records import EvaluatorJson
 
 log = logging.getLogger(__name__)
@@ -103,3 +103,13 @@ class StoredResult(BaseModel):
         return CompiledBaselineOut(status=baseline.status, median_ms=median, backend=baseline.backend,
                                    measured_at=baseline.measured_at, reused=self.compiled_baseline_reused,
                                    message=baseline.message)
+
+    def speedup_interval(self) -> SpeedupIntervalOut | None:
+        """A conservative 95% interval on reference/candidate from the two medians' intervals: the slowest
+        reference over the fastest candidate bounds it from below, and the reverse from above (the evaluator's
+        timing_imprecise finding reads the same interval)."""
+        reference, candidate = self.reference_timing, self.candidate_timing
+        if reference is None or candidate is None or candidate.ci95_low_ms <= 0 or candidate.ci95_high_ms <= 0:
+            return None
+        return SpeedupIntervalOut(low=reference.ci95_low_ms / candidate.ci95_high_ms,
+                                  high=reference.ci95_high_ms / candidate.ci95_low_ms)

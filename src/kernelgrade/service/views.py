@@ -50,6 +50,7 @@ def _evaluation(view: SubmissionView, stored: StoredResult | None, full: bool) -
         id=record.id, status=record.status.value, verdict=cast(VerdictName | None, record.verdict),
         requested_device=record.requested_device, device_class=record.device_class, attempts=record.attempts,
         speedup=record.speedup, speedup_vs_compiled=record.speedup_vs_compiled,
+        speedup_interval=stored.speedup_interval() if record.speedup is not None else None,
         reference_median_ms=record.reference_median_ms, candidate_median_ms=record.candidate_median_ms,
         compiled_baseline=stored.baseline_out(), reference_timing=stored.reference_timing,
         candidate_timing=stored.candidate_timing, timing_method=stored.method.summary() if stored.method else None,

@@ -7,7 +7,7 @@ from typing import Any
 
 from kernelgrade.service.context import ServiceContext
 from kernelgrade.service.leaderboards import FAST_P, board_for_problem, board_for_suite
-from kernelgrade.service.schemas import BoardEntryOut, SuiteDeviceOut
+from kernelgrade.service.schemas import BoardEntryOut, SpeedupIntervalOut, SuiteDeviceOut
 from kernelgrade.service.stored_result import StoredResult
 from kernelgrade.storage.page_data import device_classes, results_of
 
@@ -15,24 +15,9 @@ BOARD_LIMIT = 100
 
 
 @dataclass(frozen=True)
-class Interval:
-    low: float
-    high: float
-
-
-@dataclass(frozen=True)
 class BoardRow:
     entry: BoardEntryOut
-    interval: Interval | None
-
-
-def speedup_interval(result: StoredResult) -> Interval | None:
-    """A conservative 95% interval on reference/candidate from the two medians' intervals: the slowest
-    reference over the fastest candidate bounds it from below, and the reverse from above."""
-    reference, candidate = result.reference_timing, result.candidate_timing
-    if reference is None or candidate is None or candidate.ci95_low_ms <= 0 or candidate.ci95_high_ms <= 0:
-        return None
-    return Interval(reference.ci95_low_ms / candidate.ci95_high_ms, reference.ci95_high_ms / candidate.ci95_low_ms)
+    interval: SpeedupIntervalOut | None
 
 
 def problem_leaderboard(context: ServiceContext, name: str, device: str | None) -> dict[str, Any]:
@@ -40,7 +25,8 @@ def problem_leaderboard(context: ServiceContext, name: str, device: str | None) 
     with context.database.session() as session:
         results = results_of(session, [e.submission_id for e in board.entries])
         devices = device_classes(session)
-    rows = [BoardRow(e, speedup_interval(StoredResult.read(results.get(e.submission_id)))) for e in board.entries]
+    rows = [BoardRow(e, StoredResult.read(results.get(e.submission_id)).speedup_interval())
+            for e in board.entries]
     return {"board": board, "rows": rows, "devices": devices, "device": device or ""}
 
 

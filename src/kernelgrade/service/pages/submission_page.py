@@ -8,7 +8,6 @@ from typing import Any
 from kernelgrade.service.auth import Principal
 from kernelgrade.service.context import ServiceContext
 from kernelgrade.service.errors import not_found
-from kernelgrade.service.pages.board_pages import speedup_interval
 from kernelgrade.service.pages.explanations import explain_verdict, relevant_lines, source_excerpt
 from kernelgrade.service.pages.measurements import trials
 from kernelgrade.service.pages.svg_plots import timing_samples
@@ -42,7 +41,7 @@ def submission_page(context: ServiceContext, submission_id: int, viewer: Princip
     return {"s": out, "e": evaluation, "status": evaluation.status if evaluation else "queued",
             "explanation": explain_verdict(evaluation.verdict if evaluation else None,
                                            evaluation.status if evaluation else "queued"),
-            "trials": trials(result.trials), "interval": speedup_interval(result),
+            "trials": trials(result.trials), "interval": result.speedup_interval(),
             "plot": timing_samples(_samples(result.reference_timing), _samples(result.candidate_timing)),
             "error_lines": relevant_lines(failure.detail) if failure and failure.detail else [],
             "excerpt": source_excerpt(out.source or "", failure.line if failure else None)}
