@@ -17,7 +17,7 @@ def _steady(median_ms: float, n: int = 200, spread: float = 0.02) -> list[float]
     return [median_ms * (1 + rng.uniform(-spread, spread)) for _ in range(n)]
 
 
-def test_the_bounds_are_the_slowest_reference_over_the_fastest_candidate_and_the_reverse() -> None:
+def test_the_bounds_are_the_fastest_reference_over_the_slowest_candidate_and_the_reverse() -> None:
     reference, candidate = summarize(_steady(2.0), "target_precision"), summarize(_steady(1.0), "target_precision")
     bounds = speedup_bounds(reference, candidate)
     assert bounds == (reference.ci95_low_ms / candidate.ci95_high_ms, reference.ci95_high_ms / candidate.ci95_low_ms)

@@ -1,9 +1,9 @@
 """The speedup's 95 % interval, from the two medians' intervals, and the finding for a speedup too imprecise to
 rank a kernel by (docs/timing.md, What is reported).
 
-Each side's median carries a distribution-free 95 % interval (timing.summarize). The slowest reference over the
-fastest candidate bounds the speedup from below, and the reverse from above: a conservative interval, the one the
-leaderboard pages draw.
+Each side's median carries a distribution-free 95 % interval (timing.summarize). The fastest the reference may be
+(its interval's low end) over the slowest the candidate may be (its high end) bounds the speedup from below, and
+the reverse from above: a conservative interval, the one the API and the leaderboard pages show.
 """
 
 from __future__ import annotations

@@ -131,8 +131,10 @@ class CompiledBaselineOut(BaseModel):
 
 
 class SpeedupIntervalOut(BaseModel):
-    low: float = Field(description="the slowest reference (its median's 95% upper bound) over the fastest candidate")
-    high: float = Field(description="the fastest reference over the slowest candidate")
+    low: float = Field(description="the low end of the reference median's 95% interval over the high end of the"
+                                   " candidate's")
+    high: float = Field(description="the high end of the reference median's 95% interval over the low end of the"
+                                    " candidate's")
 
 
 class EvaluationOut(BaseModel):

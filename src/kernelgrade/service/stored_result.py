@@ -105,8 +105,8 @@ class StoredResult(BaseModel):
                                    message=baseline.message)
 
     def speedup_interval(self) -> SpeedupIntervalOut | None:
-        """A conservative 95% interval on reference/candidate from the two medians' intervals: the slowest
-        reference over the fastest candidate bounds it from below, and the reverse from above (the evaluator's
+        """A conservative 95% interval on reference/candidate from the two medians' intervals: the fastest
+        reference over the slowest candidate bounds it from below, and the reverse from above (the evaluator's
         timing_imprecise finding reads the same interval)."""
         reference, candidate = self.reference_timing, self.candidate_timing
         if reference is None or candidate is None or candidate.ci95_low_ms <= 0 or candidate.ci95_high_ms <= 0:
