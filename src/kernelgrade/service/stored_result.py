@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from kernelgrade.service.schemas import CompiledBaselineOut, FailureOut, FindingOut, SpeedupIntervalOut, TimingOut
+from kernelgrade.speedup_bounds import speedup_bounds
 from kernelgrade.storage.records import EvaluatorJson
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,8 @@ class StoredResult(BaseModel):
         reference over the slowest candidate bounds it from below, and the reverse from above (the evaluator's
         timing_imprecise finding reads the same interval)."""
         reference, candidate = self.reference_timing, self.candidate_timing
-        if reference is None or candidate is None or candidate.ci95_low_ms <= 0 or candidate.ci95_high_ms <= 0:
+        if reference is None or candidate is None:
             return None
-        return SpeedupIntervalOut(low=reference.ci95_low_ms / candidate.ci95_high_ms,
-                                  high=reference.ci95_high_ms / candidate.ci95_low_ms)
+        bounds = speedup_bounds(reference.ci95_low_ms, reference.ci95_high_ms, candidate.ci95_low_ms,
+                                candidate.ci95_high_ms)
+        return SpeedupIntervalOut(low=bounds[0], high=bounds[1]) if bounds else None
