@@ -20,7 +20,7 @@ a minute each). Without --prebuilt the builds are part of the stream: how busy t
 Printed per configuration, side by side where there are several: --compare KERNELGRADE_X=A,B runs one server
 with each value (KERNELGRADE_LOCAL_JUDGES=1,2: one GPU, then two; given twice, one server per combination of
 the values), --compare-warm is
---compare KERNELGRADE_WARM_CHILDREN=0,5, and --before SRC serves another checkout's source first (before and
+--compare KERNELGRADE_WARM_CHILDREN=0,8, and --before SRC serves another checkout's source first (before and
 after a change, e.g. `git worktree add /tmp/old HEAD~1` and --before /tmp/old/src; with --prebuilt both share
 the builds where the change leaves their cache keys alone). --side-by-side runs the configurations at once
 instead, each server on a GPU and an equal share of the CPUs of its own (taskset; the GPUs must number at least
@@ -124,7 +124,7 @@ def _compares(args: argparse.Namespace) -> bool:
 
 def configs(args: argparse.Namespace) -> list[Config]:
     extra = dict(_setting(item) for item in args.env)
-    compared = ["KERNELGRADE_WARM_CHILDREN=0,5"] if args.compare_warm else args.compare
+    compared = ["KERNELGRADE_WARM_CHILDREN=0,8"] if args.compare_warm else args.compare
     if args.before is not None:
         return [Config("before", extra, args.before.resolve()), Config("after", extra)]
     if not compared:
@@ -309,7 +309,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--build-jobs", type=int, default=0, help="with --prebuilt: build J at a time beforehand")
     compare = parser.add_mutually_exclusive_group()
     compare.add_argument("--compare-warm", action="store_true",
-                         help="run with KERNELGRADE_WARM_CHILDREN=0, then 5 (the default), and print them side by side")
+                         help="run with KERNELGRADE_WARM_CHILDREN=0, then 8 (the default), and print them side by side")
     compare.add_argument("--before", type=Path, metavar="SRC",
                          help="serve first from SRC (another checkout's src/, e.g. of the commit before a change),"
                               " then from this tree, and print them side by side")

@@ -116,7 +116,7 @@ def test_defaults() -> None:
     assert settings.judge_processes == "auto"
     assert settings.precompiled_headers and settings.lean_cuda_header and not settings.allow_unsandboxed
     assert (settings.compile_jobs, settings.max_attempts, settings.local_judges) == (4, 3, -1)
-    assert (settings.warm_children, settings.lease_seconds, settings.poll_seconds) == (5, 60.0, 2.0)
+    assert (settings.warm_children, settings.lease_seconds, settings.poll_seconds) == (8, 60.0, 2.0)
     assert settings.cache_dir == settings.data_dir / "cache" and settings.work_root == settings.data_dir / "work"
     assert settings.resolved_database_url == f"sqlite:///{settings.data_dir / 'kernelgrade.db'}"
     assert settings.resolved_server_url == "http://127.0.0.1:8000"

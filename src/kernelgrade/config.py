@@ -169,14 +169,17 @@ class Settings(BaseSettings):
     judge_processes: Switch = "auto"
     # Run children each GPU judge keeps started and warm (torch imported, device context made) for the next
     # submissions, and whether it keeps references with their expected outputs between evaluations. 0: start
-    # each child on demand and keep nothing, as a one-off `kernelgrade eval` does. Five, because a start (3-6 s
-    # under a sandbox, its device warm-up held back while the judge times) outlasts two small problems'
+    # each child on demand and keep nothing, as a one-off `kernelgrade eval` does. Several, because a start
+    # (3-6 s under a sandbox, its device warm-up held back while the judge times) outlasts two small problems'
     # evaluations, and a timed evaluation takes two children (the candidate's and its reference's): on an H100,
     # back-to-back jobs waited 0.33 s per verdict (mean) for theirs with two and 0.15 s with three, side by
     # side; on an H200, over 14 KernelBench level 2 problems seen before, 6.5 s in all with three and 0.1 s with
-    # five (645 and 723 verdicts an hour). Each spare holds a CUDA context and a torch process's host memory. A
-    # CPU judge keeps at most one (its spares start one at a time, beside builds on the same cores).
-    warm_children: int = Field(default=5, ge=0)
+    # five (645 and 723 verdicts an hour). Eight, because a stream of small prebuilt problems still waited with
+    # five: on an H200, 32 of them one server after the other, 3.6 s in all for a spare and 4.1 s for the
+    # reference's child with five, 0.2 s and 1.5 s with eight (1,822 and 1,958 verdicts an hour; in a second run
+    # five kept up, at 1.3 s in all). Each spare holds a CUDA context and a torch process's host memory. A CPU
+    # judge keeps at most one (its spares start one at a time, beside builds on the same cores).
+    warm_children: int = Field(default=8, ge=0)
     # A lock file every judge of the host opens: held around CPU measurements and CPU run children's starts,
     # so that judges in separate processes (workers started side by side) keep out of each other's timing
     # (evaluator/host/host_lock.py). In the temp dir, which all of a host's workers share whatever their

@@ -89,8 +89,8 @@ def test_stopping_hands_the_running_job_back_uncharged(database: Database, datab
         assert list_workers(session, problem.created_at) == []
 
 
-@pytest.mark.parametrize(("kind", "spares"), [("cuda", 5), ("cpu", 1)])
-def test_a_gpu_judge_keeps_five_warm_children_and_a_cpu_judge_one(database: Database, database_url: str,
+@pytest.mark.parametrize(("kind", "spares"), [("cuda", 8), ("cpu", 1)])
+def test_a_gpu_judge_keeps_eight_warm_children_and_a_cpu_judge_one(database: Database, database_url: str,
                                                                      tmp_path: Path, kind: str, spares: int) -> None:
     slot = JudgeSlot(f"{kind}0", kind, 0, f"{kind}-test", kind, ((kind, f"{kind}-test"),))
     judge = Judge(slot, "owner", base_settings(tmp_path, database_url), database, SubprocessLauncher(),

@@ -36,7 +36,7 @@ from kernelgrade.worker.grader import GraderSpec, InProcessGrader
 log = logging.getLogger(__name__)
 
 # How long a grading process may take to stop its warm children and exit once asked to: each child stops on
-# request within a second on a quiet host, and a judge keeps up to five spares and four references' children;
+# request within a second on a quiet host, and a judge keeps up to eight spares and four references' children;
 # one still there after this is killed (its sandboxed children die with it).
 CLOSE_S = 15.0
 
