@@ -43,7 +43,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="problem-stages-") as root:
         settings = Settings(data_dir=Path(root))
         launcher = make_launcher(args.sandbox, allow_unsandboxed=args.sandbox == "none")
-        warm = Warm.keeping(launcher, settings.work_root, settings.cache_dir, max(1, settings.warm_children))
+        # As a service's judge keeps them (worker/grader.py): a CPU judge keeps one, whose start holds back its
+        # measurements; more would start one after another, each in the way of the timed phases.
+        spares = max(1, settings.warm_children) if args.device == "cuda" else 1
+        warm = Warm.keeping(launcher, settings.work_root, settings.cache_dir, spares)
         try:
             for problem in chosen(args):
                 request = _request(settings, problem, args.device)

@@ -139,10 +139,11 @@ def trial_seeds(plan: TrialPlan, secret: str, pooled: list[int] | None = None) -
 
 def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahead: TrialInputs) -> Integrity:
     inputs_path, outputs_path = job.work_dir / f"trial_inputs_{trial.index}.kgt", job.work_dir / "trial_outputs.kgt"
-    with job.timed("correctness:inputs"):
+    with job.timed("correctness:inputs"):  # the trial's data, or the wait for its making in the background
         data = ahead.take(trial.index)
-        sizes = [r.numel() * r.element_size() for r in data.expected.refs]
-        outputs_bytes = sum(sizes)
+    sizes = [r.numel() * r.element_size() for r in data.expected.refs]
+    outputs_bytes = sum(sizes)
+    with job.timed("correctness:place"):  # the region grown (its first growth pins it) and the inputs copied in
         # Placed only now: the region holds one call's inputs, and a file written ahead would show the child
         # the next trial's inputs during this one's call.
         inputs_bytes = session.place_inputs(data.inputs, inputs_path, outputs_bytes + HEADER_ROOM)
