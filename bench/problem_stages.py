@@ -13,7 +13,9 @@ had (computed, stored, kept), its speedup with its 95 % interval, and its findin
 problem is one whose problem a judge has just seen; a stream's second pass sees each problem after many others, so
 its figures lie between the two.
 
-Prints numbers; asserts nothing. With --device cpu the problems run on the CPU: a check that it runs.
+Prints numbers; asserts nothing. With --device cpu the problems run on the CPU: a check that it runs. The judge
+takes KERNELGRADE_* variables as a server does (KERNELGRADE_TIMING_PROFILE=fast, say); its data dir is a fresh
+temporary one.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from throughput_report import DEVICE_STAGES
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="problem-stages-") as root:
-        settings = Settings(data_dir=Path(root))
+        settings = Settings.from_env(data_dir=Path(root))
         launcher = make_launcher(args.sandbox, allow_unsandboxed=args.sandbox == "none")
         # As a service's judge keeps them (worker/grader.py): a CPU judge keeps one, whose start holds back its
         # measurements; more would start one after another, each in the way of the timed phases.
