@@ -34,6 +34,7 @@ from kernelgrade.evaluator.request import EvalRequest
 from kernelgrade.evaluator.result import EvalResult
 from kernelgrade.evaluator.sandbox.levels import make_launcher
 from kernelgrade.evaluator.speedup_interval import speedup_bounds
+from kernelgrade.worker.grader import GraderSpec
 from kernelgrade.worker.grading_request import RequestBuilder
 from throughput import kernelbench_problems, problem_spec
 from throughput_corpus import ProblemRef, as_model_new
@@ -45,9 +46,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="problem-stages-") as root:
         settings = Settings.from_env(data_dir=Path(root))
         launcher = make_launcher(args.sandbox, allow_unsandboxed=args.sandbox == "none")
-        # As a service's judge keeps them (worker/grader.py): a CPU judge keeps one, whose start holds back its
-        # measurements; more would start one after another, each in the way of the timed phases.
-        spares = max(1, settings.warm_children) if args.device == "cuda" else 1
+        # As many spares as a service's judge of the device keeps (a CPU judge one), and at least one: a judge that
+        # keeps nothing would compute every trial again.
+        spares = max(1, GraderSpec(settings, launcher, args.device).spares)
         warm = Warm.keeping(launcher, settings.work_root, settings.cache_dir, spares)
         try:
             for problem in chosen(args):

@@ -18,7 +18,7 @@ def test_a_problem_evaluated_twice_prints_where_its_device_time_went(monkeypatch
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.syspath_prepend(str(BENCH))
     # Timed as a test's server times (the fast profile): the standard loop of a microsecond CPU problem runs to its
-    # rep cap, each rep behind a 256 MiB cache flush, which took minutes on a CI machine.
+    # rep cap, each rep behind a 256 MiB cache flush: 232 s on a 2-core machine under the suite's load.
     monkeypatch.setenv("KERNELGRADE_TIMING_PROFILE", "fast")
     importlib.import_module("problem_stages").main([str(FIXTURES), "--levels", "1", "--only", "1_tiny_relu",
                                                     "--times", "2", "--device", "cpu"])
