@@ -61,6 +61,22 @@ def test_values_cross_the_region_as_they_cross_a_file(regions: tuple[SharedRegio
     assert back[5][0].device.type == "cpu" and torch.equal(back[5][0], torch.arange(5))  # as a file's load
 
 
+def test_pages_given_ahead_are_not_mapped_beyond_what_the_judge_reserved_and_the_child_was_offered(
+        regions: tuple[SharedRegion, SharedRegion]) -> None:
+    """A region given pages for a large problem serves a small one: each side maps (and on a GPU host registers)
+    only what the call uses."""
+    judge, child = regions
+    judge.populate(8 << 20)
+    assert os.fstat(judge.fd).st_size == 8 << 20 and os.fstat(judge.fd).st_blocks * 512 == 8 << 20
+    view = judge.reserve(5000)
+    view[:5] = b"hello"
+    offered = child.view(judge.reserved)
+    assert offered is not None and bytes(offered[:5]) == b"hello"
+    assert judge._memory is not None and child._memory is not None
+    assert len(judge._memory) == len(child._memory) == judge.reserved == 1 << 20
+    assert child.view(16 << 20) is None  # past the file's end: nothing there to map
+
+
 def test_outputs_that_do_not_fit_are_refused_and_the_region_left_as_it_was(
         regions: tuple[SharedRegion, SharedRegion]) -> None:
     judge, _child = regions

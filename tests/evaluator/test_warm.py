@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 import threading
@@ -15,6 +16,7 @@ import torch
 
 from kernelgrade.evaluator import ProblemSpec
 from kernelgrade.evaluator.codec import Codec, DecodeError
+from kernelgrade.evaluator.host import run_children
 from kernelgrade.evaluator.host.reference import Footprint
 from kernelgrade.evaluator.host.reference_cache import References
 from kernelgrade.evaluator.host.run_children import ChildKind, RunChildren
@@ -73,6 +75,36 @@ def test_spare_children_are_started_ahead_and_never_handed_out_twice(tmp_path: P
         assert second.child.proc.poll() is None and first.child.proc.poll() is None
         first.close()
         second.close()
+    finally:
+        children.close()
+
+
+def _pages(fd: int) -> int:
+    """The bytes of a region's file that have pages (st_blocks counts 512-byte units)."""
+    return os.fstat(fd).st_blocks * 512
+
+
+def test_spares_regions_get_their_pages_ahead_for_the_largest_recent_evaluation_of_their_kind(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(run_children, "POPULATE_MAX_BYTES", 4 << 20)
+    children = RunChildren(SubprocessLauncher(), tmp_path / "work", spares=1)
+    try:
+        first = children.take(CPU, refill=False)  # started before any evaluation: nothing to go by
+        assert _pages(first.region.fd) == 0
+        for kind, size in ((CPU, 3 << 20), (CPU, 1 << 20), (GPU_LIKE, 2 << 20)):
+            children.used_region(kind, size)
+        children.refill(CPU)
+        _wait_ready(children, CPU)
+        spare = children.take(CPU, refill=False)
+        assert _pages(spare.region.fd) == os.fstat(spare.region.fd).st_size == 3 << 20
+        assert spare.region.reserved == 0  # nothing reserved, so nothing mapped by the judge yet
+        children.used_region(CPU, 64 << 20)
+        assert children._region_hint(CPU) == 4 << 20  # at most POPULATE_MAX_BYTES
+        for _ in range(run_children.REGION_HINTS):
+            children.used_region(CPU, 1 << 20)
+        assert children._region_hint(CPU) == 1 << 20  # only the recent ones count
+        first.close()
+        spare.close()
     finally:
         children.close()
 

@@ -331,12 +331,14 @@ class Harness:
         """The inputs from the judge's region where the request says they are there, else from its file."""
         if not request.inputs_bytes:
             return self._inputs(request.inputs)
-        view = self._region_view(request.inputs_bytes)
+        # Mapped whole at once, with the room the outputs are offered after the inputs: a mapping grown for them
+        # afterwards would register the region with CUDA a second time.
+        view = self._region_view(max(request.inputs_bytes, request.region_bytes))
         if view is None:
             raise RuntimeError(f"the request puts {request.inputs_bytes} bytes of inputs in a shared region this child"
                                " has not mapped")
         with inert():
-            return tensorfile.load_from_memory(view, self.device)
+            return tensorfile.load_from_memory(view[:request.inputs_bytes], self.device)
 
     def _save_outputs(self, request: CallRequest, values: list[Any]) -> int:
         """Write the outputs into the judge's region, after the inputs, where they fit in what the request offers

@@ -26,7 +26,7 @@ import queue
 import shutil
 import tempfile
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Hashable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -43,6 +43,14 @@ log = logging.getLogger(__name__)
 # Importing torch and creating a CUDA context under a sandbox takes 3-6 s on a GPU host; a minute covers a
 # cold disk cache and a host busy with builds.
 WARM_S = 60.0
+# A spare's shared region is given pages ahead (wire/shared_region.py: populate) for the largest region that the
+# last REGION_HINTS evaluations of its kind took: a stream that interleaves 4096^2 matmuls (256 MiB regions)
+# with small problems would otherwise size it for the last one, usually small. Eight: a spare started now is
+# taken about that many evaluations later (the spares in line before it).
+REGION_HINTS = 8
+# At most this much a spare: idle spares hold their pages (eight spares, 4 GiB of host memory at most), and a
+# problem's first growth costs 0.1-0.15 s at 256 MiB, next to its own verdict's seconds beyond that.
+POPULATE_MAX_BYTES = 512 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,7 @@ class RunChildren:
         self._starters: list[threading.Thread] = []
         # References' children between evaluations of their problems, least recently kept first.
         self._kept: OrderedDict[Hashable, KeptChild] = OrderedDict()
+        self._regions: dict[ChildKind, deque[int]] = {}  # the region sizes of recent evaluations, by kind
 
     def take(self, kind: ChildKind, refill: bool = True) -> RunSession:
         """A warm child of this kind (waiting for one that is starting), started now if none is coming.
@@ -183,6 +192,16 @@ class RunChildren:
         for child in gone:
             discard(child.session)
 
+    def used_region(self, kind: ChildKind, nbytes: int) -> None:
+        """An evaluation's child of `kind` took `nbytes` of its shared region: the spares started from now on are
+        given pages for the largest of the recent ones."""
+        with self._lock:
+            self._regions.setdefault(kind, deque(maxlen=REGION_HINTS)).append(nbytes)
+
+    def _region_hint(self, kind: ChildKind) -> int:
+        with self._lock:
+            return min(POPULATE_MAX_BYTES, max(self._regions.get(kind, ()), default=0))
+
     def ready(self, kind: ChildKind) -> int:
         with self._lock:
             return len(self._ready.get(kind, []))
@@ -219,6 +238,7 @@ class RunChildren:
         session = RunSession(self.launcher, work_dir, kind.gpu_index, dict(kind.env), self.hidden)
         try:
             session.started(WARM_S)
+            session.region.populate(self._region_hint(kind))  # page faults, no device work: outside the device locks
             with before_device or nullcontext():
                 session.warm(kind.device, WARM_S)
         except StageFailed:

@@ -44,6 +44,9 @@ from kernelgrade.evaluator.wire.replies import CallReply, Integrity, TimedOutput
 from kernelgrade.evaluator.wire.shared_region import SharedRegion, aligned
 
 ReplyT = TypeVar("ReplyT")
+# Threads that copy a large trial's inputs into the region: a GPU judge has four physical cores of its own
+# (worker/cores.py). On an H200 host four took a median of 10.3 ms a trial for 128 MiB and eight 8.8 ms.
+PLACE_THREADS = 4
 
 
 class StageFailed(Exception):
@@ -153,7 +156,8 @@ class RunSession:
         again."""
         if self.region_mapped:
             size = tensorfile.memory_size(values)
-            written = tensorfile.save_to_memory(self.region.reserve(aligned(size) + room_after)[:size], values)
+            written = tensorfile.save_to_memory(self.region.reserve(aligned(size) + room_after)[:size], values,
+                                                PLACE_THREADS)
             if written is not None:
                 return written
         tensorfile.save(path, values)

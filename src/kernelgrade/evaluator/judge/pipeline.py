@@ -189,6 +189,7 @@ def _in_run_child(job: Job, record: Record, session: RunSession, reference: Refe
         raise Verdicted(failed.failure) from None
     finally:
         with job.timed("child_end"):
+            job.warm.children.used_region(kind, session.region.reserved)
             session.close()
             record.child_output = session.output()
             job.check_device()
