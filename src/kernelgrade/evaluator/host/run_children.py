@@ -45,8 +45,8 @@ log = logging.getLogger(__name__)
 WARM_S = 60.0
 # A spare's shared region is given pages ahead (wire/shared_region.py: populate) for the largest region that the
 # last REGION_HINTS evaluations of its kind took: a stream that interleaves 4096^2 matmuls (256 MiB regions)
-# with small problems would otherwise size it for the last one, usually small. Eight: a spare started now is
-# taken about that many evaluations later (the spares in line before it).
+# with small problems would otherwise size it for the last one, usually small. Eight, as many as a GPU judge
+# keeps spares: at one child an evaluation, a spare started now is taken about eight evaluations later.
 REGION_HINTS = 8
 # At most this much a spare: idle spares hold their pages (eight spares, 4 GiB of host memory at most), and a
 # problem's first growth costs 0.1-0.15 s at 256 MiB, next to its own verdict's seconds beyond that.
@@ -232,13 +232,16 @@ class RunChildren:
                 return session
             discard(session)
 
-    def _start(self, kind: ChildKind, before_device: AbstractContextManager[object] | None = None) -> RunSession:
+    def _start(self, kind: ChildKind, before_device: AbstractContextManager[object] | None = None,
+               region_bytes: int = 0) -> RunSession:
+        """`region_bytes`: of the child's region given pages before the device warm-up (a spare's, off any
+        evaluation's path; a child started for a job now would only pay for them earlier)."""
         self.work_root.mkdir(parents=True, exist_ok=True)
         work_dir = Path(tempfile.mkdtemp(prefix="job-", dir=self.work_root))
         session = RunSession(self.launcher, work_dir, kind.gpu_index, dict(kind.env), self.hidden)
         try:
             session.started(WARM_S)
-            session.region.populate(self._region_hint(kind))  # page faults, no device work: outside the device locks
+            session.region.populate(region_bytes)  # page faults, no device work: outside the device locks
             with before_device or nullcontext():
                 session.warm(kind.device, WARM_S)
         except StageFailed:
@@ -247,10 +250,11 @@ class RunChildren:
         return session
 
     def _start_spare(self, kind: ChildKind) -> RunSession:
+        region_bytes = self._region_hint(kind)
         if kind.gpu_index is None:  # on the CPU the whole start competes with a measurement
             with self._quiet, self.host_lock.shared() if self.host_lock else nullcontext():
-                return self._start(kind)
-        return self._start(kind, before_device=self._before_device())
+                return self._start(kind, region_bytes=region_bytes)
+        return self._start(kind, self._before_device(), region_bytes)
 
     @contextmanager
     def _before_device(self) -> Iterator[None]:
