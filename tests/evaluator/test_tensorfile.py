@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelgrade.evaluator.wire import staging, tensorfile
+from kernelgrade.evaluator.wire import tensorfile
 
 
 def test_values_round_trip(tmp_path: Path) -> None:
@@ -177,15 +177,3 @@ def test_large_gpu_tensors_cross_a_piece_at_a_time_across_parts(tmp_path: Path, 
     os.truncate(path.with_name(f"out.kgt.part{len(list(tmp_path.iterdir())) - 1}"), 10)
     with pytest.raises(tensorfile.TensorFileError):
         tensorfile.load(path, torch.device("cuda"))
-
-
-@pytest.mark.parametrize("threads", [1, 3, 4])
-def test_large_host_tensors_are_written_into_memory_by_threads_whole_and_in_place(threads: int) -> None:
-    """Split among threads, a copy still covers every byte once: sizes that do not divide evenly, and a second
-    tensor placed right after the first."""
-    large = torch.randint(0, 256, (staging.SPLIT_COPY_BYTES + 3,), dtype=torch.uint8)
-    values = [large, torch.arange(7.0)]
-    buffer = memoryview(bytearray(tensorfile.memory_size(values)))
-    assert tensorfile.save_to_memory(buffer, values, copy_threads=threads) == len(buffer)
-    back = tensorfile.load_from_memory(buffer)
-    assert torch.equal(back[0], large) and torch.equal(back[1], torch.arange(7.0))

@@ -241,7 +241,7 @@ class RunChildren:
         session = RunSession(self.launcher, work_dir, kind.gpu_index, dict(kind.env), self.hidden)
         try:
             session.started(WARM_S)
-            session.region.populate(region_bytes)  # page faults, no device work: outside the device locks
+            session.region.populate(region_bytes)  # host memory, no device work: outside the device locks
             with before_device or nullcontext():
                 session.warm(kind.device, WARM_S)
         except StageFailed:

@@ -44,9 +44,6 @@ from kernelgrade.evaluator.wire.replies import CallReply, Integrity, TimedOutput
 from kernelgrade.evaluator.wire.shared_region import SharedRegion, aligned
 
 ReplyT = TypeVar("ReplyT")
-# Threads that copy a large trial's inputs into the region: a GPU judge has four physical cores of its own
-# (worker/cores.py). On an H200 host four took a median of 10.3 ms a trial for 128 MiB and eight 8.8 ms.
-PLACE_THREADS = 4
 
 
 class StageFailed(Exception):
@@ -156,8 +153,9 @@ class RunSession:
         again."""
         if self.region_mapped:
             size = tensorfile.memory_size(values)
-            written = tensorfile.save_to_memory(self.region.reserve(aligned(size) + room_after)[:size], values,
-                                                PLACE_THREADS)
+            # torch's copy, not threads of the judge's own: in a mixed stream on an H200 host, four memmove
+            # threads took 0.26 s a trial for 512 MiB and 0.13 s for 256 MiB against 0.07 s and 0.04 s.
+            written = tensorfile.save_to_memory(self.region.reserve(aligned(size) + room_after)[:size], values)
             if written is not None:
                 return written
         tensorfile.save(path, values)

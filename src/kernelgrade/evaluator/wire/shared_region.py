@@ -40,11 +40,6 @@ _STEP_BYTES = 64 * 1024 * 1024
 ALIGN = 4096
 # cudaHostRegisterPortable: pinned for every CUDA context of the process, not only the current device's.
 _PORTABLE = 1
-_libc = ctypes.CDLL(None, use_errno=True)  # calls through ctypes release the GIL
-_libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
-_libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
-_MAP_FAILED = ctypes.c_void_p(-1).value
 
 
 class SharedRegion:
@@ -91,19 +86,16 @@ class SharedRegion:
         """The judge's, before its child uses the region: the first `nbytes` (whole steps) given their pages now.
         A region's first growth is mostly page faults, which touch no device: on an H200 host registering a fresh
         256 MiB region with CUDA took 108.5 ms, putting its pages in place 116.5 ms and registering it after that
-        9.6 ms. The judge does it while a spare waits (run_children.py), off the evaluation that takes it. The
-        pages stay the file's: nothing here is mapped afterwards, and a reserve maps only what it reserved."""
+        9.6 ms. The judge does it while a spare waits (run_children.py), off the evaluation that takes it.
+        The pages go to the file itself (fallocate), through no mapping of the judge's: pages put in place through
+        a mapping (MAP_POPULATE) hold the judge's memory map for that long, 0.3-1.5 s for 512 MiB on an H200 host
+        in a mixed stream, and every mmap of the judge's other threads (a region's growth, a thread's stack)
+        waited for it."""
         size = _rounded(nbytes)
         if size == 0:
             return
-        if os.fstat(self.fd).st_size < size:
-            os.ftruncate(self.fd, size)
-        # Through libc, not the mmap module: its mmap() holds the GIL through the call, and putting 256 MiB of
-        # pages in place takes 0.1-0.15 s in which every other thread of the judge would wait.
-        address = _libc.mmap(None, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | mmap.MAP_POPULATE,
-                             self.fd, 0)
-        if address not in (None, _MAP_FAILED):  # a refusal (a memory limit) leaves the faults to the first growth
-            _libc.munmap(address, size)
+        with contextlib.suppress(OSError):  # a refusal (a memory limit) leaves the faults to the first growth
+            os.posix_fallocate(self.fd, 0, size)  # releases the GIL, as the judge's other threads need
 
     def view(self, nbytes: int) -> memoryview | None:
         """The region's first `nbytes`, mapped here if they were not; None where the region is smaller (for the

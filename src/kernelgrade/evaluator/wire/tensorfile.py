@@ -91,11 +91,10 @@ def save(path: Path, values: Sequence[Any], part_bytes: int | None = None) -> No
                 f.write(chunk)
 
 
-def save_to_memory(buffer: memoryview, values: Sequence[Any], copy_threads: int = 1) -> int | None:
+def save_to_memory(buffer: memoryview, values: Sequence[Any]) -> int | None:
     """Write `values` into `buffer` as save() writes a file, a GPU tensor copied straight from its device (a
-    DMA copy where the buffer is registered with CUDA: shared_region.py), a large host tensor by `copy_threads`
-    threads (staging.host_copy); the bytes used, or None where they would not fit (the buffer is then left as it
-    was)."""
+    DMA copy where the buffer is registered with CUDA: shared_region.py); the bytes used, or None where they
+    would not fit (the buffer is then left as it was)."""
     raw, tensors, total = _in_memory(values)
     if total > len(buffer):
         return None
@@ -104,7 +103,7 @@ def save_to_memory(buffer: memoryview, values: Sequence[Any], copy_threads: int 
     offset = 8 + len(raw)
     for tensor in tensors:
         if tensor.numel():
-            staging.host_copy(_bytes_at(buffer, offset, _nbytes(tensor)), staging.flat_bytes(tensor), copy_threads)
+            _bytes_at(buffer, offset, _nbytes(tensor)).copy_(staging.flat_bytes(tensor))
         offset += _nbytes(tensor)
     return total
 
