@@ -175,15 +175,19 @@ def test_the_run_child_reads_its_inputs_and_writes_its_outputs_in_the_region_or_
     try:
         session.started(timeout=120)  # importing torch on a loaded 2-core host takes seconds
         session.load(work / "submission.py", work / "init.kgt", 0, "cpu", (), timeout=120)
-        inputs_bytes = session.place_inputs([x], work / "inputs.kgt")
+        session.grow_region([x], 1 << 20)  # the inputs' page, then a MiB of room: two whole MiB
+        grown = session.region.reserved
+        inputs_bytes = session.place_inputs([x], work / "inputs.kgt", 1 << 20)
+        assert session.region.reserved == grown  # placed where it was grown, not grown again
         outputs_at = aligned(inputs_bytes)
         reply = session.call(work / "inputs.kgt", work / "outputs.kgt", [], 120, 0.0, outputs_at + 1024, inputs_bytes)
         if isinstance(launcher, FdDroppingLauncher):
-            assert not session.region_mapped and inputs_bytes == 0 and (work / "inputs.kgt").exists()
+            assert not session.region_mapped and inputs_bytes == grown == 0 and (work / "inputs.kgt").exists()
             assert reply.region_bytes == 0
             outputs = tensorfile.load(work / "outputs.kgt")
         else:
             assert session.region_mapped and inputs_bytes > 0 and not (work / "inputs.kgt").exists()
+            assert grown == 2 << 20
             assert reply.region_bytes > outputs_at == 4096 and not (work / "outputs.kgt").exists()
             outputs = read_region(session.region, reply.region_bytes, CPU, 13 * 4, start=outputs_at)
             assert torch.equal(tensorfile.load_from_memory(session.region.reserve(inputs_bytes))[0], x)

@@ -146,16 +146,23 @@ class RunSession:
         self.region_mapped = loaded.shared_region
         return loaded.integrity
 
+    def grow_region(self, values: Sequence[Any], room_after: int = 0) -> None:
+        """Where the child mapped the shared region: grown to hold `values` as place_inputs() writes them and
+        `room_after` bytes more after them (the call's outputs). Each growth maps the region again and, on a GPU
+        host, registers it with CUDA; the first growth of a region whose pages were not given ahead pins them."""
+        if self.region_mapped:
+            self.region.reserve(_placed_bytes(values, room_after))
+
     def place_inputs(self, values: Sequence[Any], path: Path, room_after: int = 0) -> int:
         """A checked call's inputs where the child will read them: at the start of the shared region where the
-        child mapped it (the bytes they take there), else in the file `path` (0). The region is grown to hold
-        `room_after` bytes more after them at once (the call's outputs): each growth maps and registers it
-        again."""
+        child mapped it (the bytes they take there), else in the file `path` (0). The region is grown as
+        grow_region() grows it, where that was not done first."""
         if self.region_mapped:
             size = tensorfile.memory_size(values)
             # torch's copy, not threads of the judge's own: in a mixed stream on an H200 host, four memmove
             # threads took 0.26 s a trial for 512 MiB and 0.13 s for 256 MiB against 0.07 s and 0.04 s.
-            written = tensorfile.save_to_memory(self.region.reserve(aligned(size) + room_after)[:size], values)
+            written = tensorfile.save_to_memory(self.region.reserve(_placed_bytes(values, room_after))[:size],
+                                                values)
             if written is not None:
                 return written
         tensorfile.save(path, values)
@@ -232,3 +239,8 @@ def _last_line(text: str) -> str:
 
 def _tail(text: str, lines: int = 30) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _placed_bytes(values: Sequence[Any], room_after: int) -> int:
+    """The region a call's inputs placed at its start take, with `room_after` bytes after them."""
+    return aligned(tensorfile.memory_size(values)) + room_after

@@ -143,7 +143,9 @@ def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahea
         data = ahead.take(trial.index)
     sizes = [r.numel() * r.element_size() for r in data.expected.refs]
     outputs_bytes = sum(sizes)
-    with job.timed("correctness:place"):  # the region grown (its first growth pins it) and the inputs copied in
+    with job.timed("correctness:grow"):  # the region mapped again and registered where the call needs more
+        session.grow_region(data.inputs, outputs_bytes + HEADER_ROOM)
+    with job.timed("correctness:place"):  # the inputs copied in
         # Placed only now: the region holds one call's inputs, and a file written ahead would show the child
         # the next trial's inputs during this one's call.
         inputs_bytes = session.place_inputs(data.inputs, inputs_path, outputs_bytes + HEADER_ROOM)
