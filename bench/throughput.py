@@ -26,7 +26,10 @@ the builds where the change leaves their cache keys alone). --side-by-side runs 
 instead, each server on a GPU and an equal share of the CPUs of its own (taskset; the GPUs must number at least
 the configurations): both sides of a ratio then share the host's conditions (its disk, its memory bandwidth, a
 noisy neighbour) and take the time of one; a comparison of judges per server (LOCAL_JUDGES=1,2) wants the whole
-host, so it is run without it:
+host, so it is run without it. --both-orders runs the configurations one after another and then again in
+reverse order (before, after, after, before), where one GPU must serve them all: a run's order alone moved
+stream rates by several percent on the GPU host.
+Printed:
 - verdicts/hour: N / wall, wall = first submission's creation to last verdict (server timestamps);
 - submit-to-verdict latency p50/p95 (each evaluation's finished_at - created_at);
 - device seconds per verdict: the stages the run child holds the device (load + correctness + timing +
@@ -96,6 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     corpus = _corpus(args)
     chosen = configs(args)
+    if args.both_orders:
+        chosen = both_orders(chosen)
     if args.side_by_side:
         chosen = side_by_side(chosen, args.device, os.sched_getaffinity(0), visible_gpus(args.device))
     with tempfile.TemporaryDirectory(prefix="kg-throughput-") as tmp:
@@ -132,6 +137,13 @@ def configs(args: argparse.Namespace) -> list[Config]:
     axes = [[(key, value) for value in values.split(",")] for key, values in map(_setting, compared)]
     return [Config(" ".join(f"{k.removeprefix('KERNELGRADE_').lower()}={v}" for k, v in chosen),
                    {**extra, **dict(chosen)}) for chosen in itertools.product(*axes)]
+
+
+def both_orders(chosen: list[Config]) -> list[Config]:
+    """The configurations, then again in reverse order (A B B A): a host that grows faster or slower over the run
+    (a warming disk cache, a neighbour that comes and goes) then shows as a difference between a configuration's
+    two runs, not as a ratio between configurations."""
+    return chosen + [replace(config, label=f"{config.label} (2)") for config in reversed(chosen)]
 
 
 def side_by_side(chosen: list[Config], device: str, cpus: Iterable[int], gpus: Sequence[str]) -> list[Config]:
@@ -318,6 +330,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--side-by-side", action="store_true",
                         help="run the compared configurations at once, each on a GPU and an equal share of the CPUs"
                              " of its own: a ratio under the same host conditions, in the time of one")
+    parser.add_argument("--both-orders", action="store_true",
+                        help="run the compared configurations one after another, then again in reverse order")
     parser.add_argument("--env", action="append", default=[], metavar="KERNELGRADE_X=V",
                         help="a setting for the server (repeatable)")
     parser.add_argument("--timeout", type=float, default=7200.0, help="seconds to wait for one pass's verdicts")

@@ -1,5 +1,6 @@
 """bench/throughput.py --side-by-side: the compared configurations run at once, each server on a GPU and an equal
-share of the CPUs of its own, so a before/after ratio shares the host's conditions."""
+share of the CPUs of its own, so a before/after ratio shares the host's conditions; --both-orders runs them again
+in reverse order."""
 
 from __future__ import annotations
 
@@ -46,3 +47,11 @@ def test_a_pinned_program_and_its_children_run_on_the_given_cpus_only(monkeypatc
                           check=True, timeout=60)
     assert done.stdout.split("\n")[:2] == ["[0]", "[0]"]
     assert service.pinned((), ["true"]) == ["true"]
+
+
+def test_both_orders_runs_the_configurations_again_in_reverse(monkeypatch: pytest.MonkeyPatch) -> None:
+    throughput, service = _modules(monkeypatch)
+    chosen = [service.Config("before", {}, Path("/old/src")), service.Config("after", {"KERNELGRADE_X": "1"})]
+    again = throughput.both_orders(chosen)
+    assert [c.label for c in again] == ["before", "after", "after (2)", "before (2)"]
+    assert again[3].src == Path("/old/src") and again[2].env == {"KERNELGRADE_X": "1"}
