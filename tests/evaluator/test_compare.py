@@ -183,3 +183,18 @@ def test_a_wrong_value_just_below_the_clamp_still_fails() -> None:
     candidate[20] = 0.0
     result = compare_values([candidate], expected, FP32)
     assert not result.passed and "1 of 262144 values" in result.message and "index (20,)" in result.message
+
+
+@pytest.mark.parametrize("policy", [FP32, PrecisionPolicy(kind=PrecisionKind.TF32),
+                                    PrecisionPolicy(kind=PrecisionKind.TOLERANCE)], ids=lambda p: p.kind.value)
+@pytest.mark.parametrize("error", [1e-14, 1e-1], ids=["right", "wrong"])
+def test_float64_outputs_and_expected_values_are_left_as_they_were(policy: PrecisionPolicy, error: float) -> None:
+    """The comparison reuses its float64 temporaries in place. Where an output and its reference are float64
+    already, it holds those tensors themselves: it must not write into them (a kept trial's expected outputs
+    serve the evaluations after)."""
+    x = torch.randn(4096, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    out, expected = x * 3 + error, Expected([x * 3], [x * 3])
+    before = [t.clone() for t in (out, *expected.refs, *(expected.oracles or []))]
+    assert compare_values([out], expected, policy).passed is (error < 1e-6)
+    after = [out, *expected.refs, *(expected.oracles or [])]
+    assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True))

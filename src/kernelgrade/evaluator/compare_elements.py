@@ -106,45 +106,56 @@ def host_free_bytes(budget: MemoryBudget) -> int:
 
 
 class WholeElements:
-    """The whole tensors at once (the comparison's expressions before chunking, unchanged)."""
+    """The whole tensors at once. Every temporary is the output's size in float64, on a judge that compares
+    gigabyte outputs a dozen times an evaluation: each is made once, and where only this class holds it, reused
+    in place. Where `out` or the reference is float64 already, self.o or self.r is that tensor: nothing here
+    writes into them."""
 
     def __init__(self, out: torch.Tensor, ref: torch.Tensor, oracle: torch.Tensor | None,
                  rms: float | None = None) -> None:
         o, r = out.double(), ref.double()
-        bad_out, bad_ref = ~torch.isfinite(o), ~torch.isfinite(r)
-        self.bad = bad_out & ~bad_ref
-        self.finite = ~bad_ref
-        self.o, self.r = o.where(self.finite, 0.0), r.where(self.finite, 0.0)
-        self.oracle = None if oracle is None else oracle.double().where(self.finite, 0.0)
+        self.bad = ~torch.isfinite(o)
+        bad_ref = ~torch.isfinite(r)
+        if bool(bad_ref.any()):  # zeroed on all sides where the reference is NaN or Inf: anything passes there
+            finite = ~bad_ref
+            self.bad &= finite
+            o, r = o.where(finite, 0.0), r.where(finite, 0.0)
+            oracle = None if oracle is None else oracle.double().where(finite, 0.0)
+        self.o, self.r = o, r
+        self.oracle = None if oracle is None else oracle.double()
         self.numel, self.shape = out.numel(), out.shape
         # A chunk's elementwise scale uses the whole output's RMS, which only the whole output gives.
         self._rms = rms
         self._diff: torch.Tensor | None = None
         self._scale: torch.Tensor | None = None
+        self._oracle_norm: float | None = None
 
     def nonfinite(self) -> int:
         return int(self.bad.sum()) if bool(self.bad.any()) else 0
 
     def errors_vs_reference(self) -> dict[str, float]:
-        diff = (self.o - self.r).abs()
-        max_abs = float(diff.max()) if diff.numel() else 0.0
-        max_rel = float((diff / self.r.abs().clamp_min(1e-12)).max()) if diff.numel() else 0.0
-        return {"max_abs_error": max_abs, "max_rel_error": max_rel,
-                "rel_error_vs_reference": relative_frobenius(self.o, self.r)}
+        diff = (self.o - self.r).abs_()
+        if not diff.numel():
+            return {"max_abs_error": 0.0, "max_rel_error": 0.0, "rel_error_vs_reference": _relative(diff, self.r)}
+        max_abs = float(diff.max())
+        scale = self.r.abs().clamp_min_(1e-12)
+        max_rel = float(torch.div(diff, scale, out=scale).max())
+        # The norm of |o - r| is that of o - r: the same squares.
+        return {"max_abs_error": max_abs, "max_rel_error": max_rel, "rel_error_vs_reference": _relative(diff, self.r)}
 
     def tolerance_over(self, atol: float, rtol: float) -> Worst | None:
-        diff = (self.o - self.r).abs()
+        diff = (self.o - self.r).abs_()
         mismatched = diff > atol + rtol * self.r.abs()
         if not bool(mismatched.any()):
             return None
         return Worst(int(mismatched.sum()), int(torch.argmax(diff - rtol * self.r.abs())))
 
     def oracle_errors(self) -> OracleErrors:
-        oracle = self._needs_oracle()
-        ref_diff = self.r - oracle  # one float64 temporary for both of the reference's errors
-        reference = _relative(ref_diff, oracle)
+        ref_diff = self.r - self._needs_oracle()  # one float64 temporary for both of the reference's errors
+        reference = self._vs_oracle(ref_diff)
         worst = float(ref_diff.abs_().max()) if self.numel else 0.0
-        return OracleErrors(relative_frobenius(self.o, oracle), reference, worst)
+        del ref_diff  # before self.diff is made: one temporary at a time
+        return OracleErrors(self._vs_oracle(self.diff), reference, worst)
 
     def exceeds(self, factor: float, floor: float) -> bool:
         return bool((self.diff > self.bound(factor, floor)).any())
@@ -159,7 +170,7 @@ class WholeElements:
         return Values(float(self.o.reshape(-1)[index]), float(self.r.reshape(-1)[index]), oracle)
 
     def emulated_vs_oracle(self, emulated: torch.Tensor) -> float:
-        return relative_frobenius(emulated.double(), self._needs_oracle())
+        return self._vs_oracle(emulated.double() - self._needs_oracle())
 
     def out_vs(self, emulated: torch.Tensor) -> float:
         return relative_frobenius(self.o, emulated.double())
@@ -171,23 +182,35 @@ class WholeElements:
         RMS misses: a nonlinearity after the sum (a clamp, a GELU of mostly negative values) can leave an
         output of mostly zeros, with a tiny RMS, whose few values near zero still carry the sum's error."""
         if self._scale is None:
-            oracle = self._needs_oracle()
-            self._scale = oracle.abs().add(self._rms if self._rms is not None else _rms(oracle))
-        return (self._scale * factor).clamp_min(floor)
+            rms = self._rms if self._rms is not None else _root_mean(self.oracle_norm(), self.numel)
+            self._scale = self._needs_oracle().abs().add_(rms)
+        return torch.mul(self._scale, factor).clamp_min_(floor)
 
     @property
     def diff(self) -> torch.Tensor:
         if self._diff is None:
-            self._diff = (self.o - self._needs_oracle()).abs()
+            self._diff = (self.o - self._needs_oracle()).abs_()
         return self._diff
+
+    def oracle_norm(self) -> float:
+        """||oracle||, which the relative errors and the RMS all divide by: one pass over it, however many ask."""
+        if self._oracle_norm is None:
+            self._oracle_norm = float(torch.linalg.vector_norm(self._needs_oracle()))
+        return self._oracle_norm
+
+    def _vs_oracle(self, diff: torch.Tensor) -> float:
+        """||diff|| / ||oracle||, as relative_frobenius gives it for a difference already taken."""
+        num, den = float(torch.linalg.vector_norm(diff)), self.oracle_norm()
+        return num / den if den > 0 else num
 
     def _needs_oracle(self) -> torch.Tensor:
         assert self.oracle is not None, "the policy compares against no oracle"
         return self.oracle
 
 
-def _rms(t: torch.Tensor) -> float:
-    return float(torch.linalg.vector_norm(t)) / math.sqrt(t.numel()) if t.numel() else 0.0
+def _root_mean(norm: float, numel: int) -> float:
+    """The RMS of a tensor of `numel` elements whose norm is `norm`."""
+    return norm / math.sqrt(numel) if numel else 0.0
 
 
 class ChunkedElements:
