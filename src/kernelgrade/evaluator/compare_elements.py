@@ -222,6 +222,7 @@ class ChunkedElements:
         self.numel, self.shape, self.plan = out.numel(), out.shape, plan
         self.device = torch.device("cpu") if plan.on_host else ref.device
         self._rms: float | None = None
+        self._summed: _Sums | None = None
 
     def _chunks(self, extra: torch.Tensor | None = None) -> Iterator[tuple[int, WholeElements, torch.Tensor | None]]:
         """(offset, the chunk's elements, the chunk of `extra`) for each chunk in order."""
@@ -237,17 +238,26 @@ class ChunkedElements:
         return WholeElements(out, ref, oracle, rms=self._rms)
 
     def nonfinite(self) -> int:
-        return sum(int(part.bad.sum()) for _, part, _ in self._chunks())
+        return self._sums().nonfinite
 
     def errors_vs_reference(self) -> dict[str, float]:
-        max_abs = max_rel = num = den = 0.0
-        for _, part, _ in self._chunks():
-            diff = (part.o - part.r).abs()
-            max_abs = max(max_abs, float(diff.max()))
-            max_rel = max(max_rel, float((diff / part.r.abs().clamp_min(1e-12)).max()))
-            num, den = num + float(diff.square().sum()), den + _sq(part.r)
-        return {"max_abs_error": max_abs, "max_rel_error": max_rel,
-                "rel_error_vs_reference": _ratio_of_sums(num, den)}
+        return dict(self._sums().reference)
+
+    def _sums(self) -> _Sums:
+        """nonfinite(), errors_vs_reference() and oracle_errors(), which every comparison asks for first, from
+        one pass over the chunks: widening a chunk to float64 is most of what it costs."""
+        if self._summed is None:
+            reference, oracle = _ReferenceSums(), _OracleSums() if self.flat[2] is not None else None
+            nonfinite = 0
+            for _, part, _ in self._chunks():
+                nonfinite += int(part.bad.sum())
+                reference.add(part)
+                if oracle is not None:
+                    oracle.add(part)
+            self._summed = _Sums(nonfinite, reference.result(), None if oracle is None else oracle.result())
+            if oracle is not None:
+                self._rms = oracle.rms(self.numel)
+        return self._summed
 
     def tolerance_over(self, atol: float, rtol: float) -> Worst | None:
         def key(part: WholeElements) -> tuple[torch.Tensor, torch.Tensor]:
@@ -258,16 +268,9 @@ class ChunkedElements:
         return worst if worst.count else None
 
     def oracle_errors(self) -> OracleErrors:
-        out_sq = ref_sq = oracle_sq = worst = 0.0
-        for _, part, _ in self._chunks():
-            oracle = part._needs_oracle()
-            out_sq += _sq(part.o - oracle)
-            ref_diff = part.r - oracle
-            ref_sq += _sq(ref_diff)
-            oracle_sq += _sq(oracle)
-            worst = max(worst, float(ref_diff.abs_().max()))
-        self._rms = math.sqrt(oracle_sq) / math.sqrt(self.numel) if self.numel else 0.0
-        return OracleErrors(_ratio_of_sums(out_sq, oracle_sq), _ratio_of_sums(ref_sq, oracle_sq), worst)
+        summed = self._sums().oracle
+        assert summed is not None, "the policy compares against no oracle"
+        return summed
 
     def exceeds(self, factor: float, floor: float) -> bool:
         self._needs_rms()
@@ -322,3 +325,52 @@ class ChunkedElements:
             if start == 0 or float(score[index]) > best:
                 best, best_index = float(score[index]), start + index
         return Worst(count, best_index)
+
+
+@dataclass(frozen=True)
+class _Sums:
+    """What one pass over an output's chunks gathers."""
+
+    nonfinite: int
+    reference: dict[str, float]
+    oracle: OracleErrors | None
+
+
+class _ReferenceSums:
+    """errors_vs_reference() of chunks, added one after another: maxima, and sums of squares in float64."""
+
+    def __init__(self) -> None:
+        self.max_abs = self.max_rel = self.num = self.den = 0.0
+
+    def add(self, part: WholeElements) -> None:
+        diff = (part.o - part.r).abs()
+        self.max_abs = max(self.max_abs, float(diff.max()))
+        self.max_rel = max(self.max_rel, float((diff / part.r.abs().clamp_min(1e-12)).max()))
+        self.num, self.den = self.num + float(diff.square().sum()), self.den + _sq(part.r)
+
+    def result(self) -> dict[str, float]:
+        return {"max_abs_error": self.max_abs, "max_rel_error": self.max_rel,
+                "rel_error_vs_reference": _ratio_of_sums(self.num, self.den)}
+
+
+class _OracleSums:
+    """oracle_errors() of chunks, added one after another."""
+
+    def __init__(self) -> None:
+        self.out_sq = self.ref_sq = self.oracle_sq = self.worst = 0.0
+
+    def add(self, part: WholeElements) -> None:
+        oracle = part._needs_oracle()
+        self.out_sq += _sq(part.o - oracle)
+        ref_diff = part.r - oracle
+        self.ref_sq += _sq(ref_diff)
+        self.oracle_sq += _sq(oracle)
+        self.worst = max(self.worst, float(ref_diff.abs_().max()))
+
+    def result(self) -> OracleErrors:
+        return OracleErrors(_ratio_of_sums(self.out_sq, self.oracle_sq), _ratio_of_sums(self.ref_sq, self.oracle_sq),
+                            self.worst)
+
+    def rms(self, numel: int) -> float:
+        """The whole oracle's RMS, which each chunk's elementwise bound uses."""
+        return math.sqrt(self.oracle_sq) / math.sqrt(numel) if numel else 0.0
