@@ -73,14 +73,16 @@ def relative_frobenius(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def _relative(diff: torch.Tensor, b: torch.Tensor) -> float:
     """||diff|| / ||b||, for a difference already taken."""
-    num = float(torch.linalg.vector_norm(diff))
-    den = float(torch.linalg.vector_norm(b.double()))
-    return num / den if den > 0 else num
+    return _ratio(float(torch.linalg.vector_norm(diff)), float(torch.linalg.vector_norm(b.double())))
 
 
 def _ratio_of_sums(num_sq: float, den_sq: float) -> float:
     """relative_frobenius from accumulated sums of squares."""
-    num, den = math.sqrt(num_sq), math.sqrt(den_sq)
+    return _ratio(math.sqrt(num_sq), math.sqrt(den_sq))
+
+
+def _ratio(num: float, den: float) -> float:
+    """A norm over a norm, a zero denominator leaving the numerator as an absolute error."""
     return num / den if den > 0 else num
 
 
@@ -135,11 +137,11 @@ class WholeElements:
 
     def errors_vs_reference(self) -> dict[str, float]:
         diff = (self.o - self.r).abs_()
-        if not diff.numel():
-            return {"max_abs_error": 0.0, "max_rel_error": 0.0, "rel_error_vs_reference": _relative(diff, self.r)}
-        max_abs = float(diff.max())
-        scale = self.r.abs().clamp_min_(1e-12)
-        max_rel = float(torch.div(diff, scale, out=scale).max())
+        max_abs = max_rel = 0.0
+        if diff.numel():
+            max_abs = float(diff.max())
+            scale = self.r.abs().clamp_min_(1e-12)
+            max_rel = float(torch.div(diff, scale, out=scale).max())
         # The norm of |o - r| is that of o - r: the same squares.
         return {"max_abs_error": max_abs, "max_rel_error": max_rel, "rel_error_vs_reference": _relative(diff, self.r)}
 
@@ -200,8 +202,7 @@ class WholeElements:
 
     def _vs_oracle(self, diff: torch.Tensor) -> float:
         """||diff|| / ||oracle||, as relative_frobenius gives it for a difference already taken."""
-        num, den = float(torch.linalg.vector_norm(diff)), self.oracle_norm()
-        return num / den if den > 0 else num
+        return _ratio(float(torch.linalg.vector_norm(diff)), self.oracle_norm())
 
     def _needs_oracle(self) -> torch.Tensor:
         assert self.oracle is not None, "the policy compares against no oracle"
@@ -373,4 +374,4 @@ class _OracleSums:
 
     def rms(self, numel: int) -> float:
         """The whole oracle's RMS, which each chunk's elementwise bound uses."""
-        return math.sqrt(self.oracle_sq) / math.sqrt(numel) if numel else 0.0
+        return _root_mean(math.sqrt(self.oracle_sq), numel)

@@ -151,7 +151,7 @@ class RunSession:
         `room_after` bytes more after them (the call's outputs). Each growth maps the region again and, on a GPU
         host, registers it with CUDA; the first growth of a region whose pages were not given ahead pins them."""
         if self.region_mapped:
-            self.region.reserve(_placed_bytes(values, room_after))
+            self.region.reserve(_placed_bytes(tensorfile.memory_size(values), room_after))
 
     def place_inputs(self, values: Sequence[Any], path: Path, room_after: int = 0) -> int:
         """A checked call's inputs where the child will read them: at the start of the shared region where the
@@ -161,8 +161,7 @@ class RunSession:
             size = tensorfile.memory_size(values)
             # torch's copy, not threads of the judge's own: in a mixed stream on an H200 host, four memmove
             # threads took 0.26 s a trial for 512 MiB and 0.13 s for 256 MiB against 0.07 s and 0.04 s.
-            written = tensorfile.save_to_memory(self.region.reserve(_placed_bytes(values, room_after))[:size],
-                                                values)
+            written = tensorfile.save_to_memory(self.region.reserve(_placed_bytes(size, room_after))[:size], values)
             if written is not None:
                 return written
         tensorfile.save(path, values)
@@ -241,6 +240,6 @@ def _tail(text: str, lines: int = 30) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def _placed_bytes(values: Sequence[Any], room_after: int) -> int:
-    """The region a call's inputs placed at its start take, with `room_after` bytes after them."""
-    return aligned(tensorfile.memory_size(values)) + room_after
+def _placed_bytes(inputs_bytes: int, room_after: int) -> int:
+    """The region a call's inputs of `inputs_bytes` placed at its start take, with `room_after` bytes after them."""
+    return aligned(inputs_bytes) + room_after
