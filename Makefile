@@ -61,7 +61,7 @@ imports: setup
 
 # Test processes at once; a file's tests stay in one process, so module fixtures (a warm judge) are shared. Tests
 # marked `alone` compare timings with each other, which another test process's builds beside them can push past
-# their bands (a reference against itself at 0.5-2x): they run afterwards, in one process.
+# their bands (a reference against itself within 3x): they run afterwards, in one process.
 PYTEST_WORKERS ?= 2
 
 pytest: setup system-deps

@@ -181,14 +181,16 @@ class LaterPhases:
 
 
 class LoopAgain:
-    """Stands in for the reference's child: the reference's loop timed again, under the load `gap_ms` stands for."""
+    """Stands in for the reference's child: the reference's loop timed again, under the load `gap_ms` and
+    `overhead_ms` (per rep; the earlier loop's where None) stand for."""
 
-    def __init__(self, gap_ms: float) -> None:
-        self.gap_ms, self.calls = gap_ms, 0
+    def __init__(self, gap_ms: float, overhead_ms: float | None = None) -> None:
+        self.gap_ms, self.overhead_ms, self.calls = gap_ms, overhead_ms, 0
 
     def __call__(self, loop: ReferenceLoop) -> ReferenceLoop:
         self.calls += 1
-        return ReferenceLoop(self.gap_ms, loop.overhead_per_rep_ms, loop.flush_ms)
+        overhead = loop.overhead_per_rep_ms if self.overhead_ms is None else self.overhead_ms
+        return ReferenceLoop(self.gap_ms, overhead, loop.flush_ms)
 
 
 def confirm(first: TimedReply, *later: TimedReply, make_request: RequestFactory,
@@ -202,7 +204,7 @@ def confirm(first: TimedReply, *later: TimedReply, make_request: RequestFactory,
     session = LaterPhases(*later)
     try:
         loop_again = again or LoopAgain(LOOP.wall_gap_ms)
-        kept = confirmed(job, record, first, LOOP, lambda loop, gap: (session(), loop_again(loop) if gap else loop))
+        kept = confirmed(job, record, first, LOOP, lambda loop: (session(), loop_again(loop)))
     finally:
         job.cleanup()
     return kept, {f.code for f in record.findings}, session.calls
@@ -231,6 +233,12 @@ def test_other_findings_of_the_first_phase_stand(make_request: RequestFactory) -
     tampered = timed(0.27, 0.28, 40, 40 * (2.75 + 0.3), clock_tampered_reps=2)
     _, found, _ = confirm(tampered, HONEST, make_request=make_request)
     assert found == {"timer_patched"}
+
+
+def test_time_the_reference_loop_also_needs_when_timed_again_is_not_flagged(make_request: RequestFactory) -> None:
+    again = LoopAgain(LOOP.wall_gap_ms, overhead_ms=8.0)  # the host as loaded for the reference as the candidate
+    kept, found, calls = confirm(STALLED, STALLED, make_request=make_request, again=again)
+    assert (calls, again.calls, found) == (1, 1, set()) and kept is STALLED
 
 
 def test_a_consistent_phase_is_not_repeated(make_request: RequestFactory) -> None:
