@@ -63,8 +63,9 @@ PROBLEM = load_problem_source(SOURCE, "dispatch_bound").spec()
 TIMING = TimingParams(warmup_ms=5.0, min_reps=20, max_reps=200, max_device_ms=300.0, max_wall_ms=3000.0,
                       input_sets=2, reference_check_reps=0)
 # A reference and a candidate timed alike differ by host noise only. On a busy 2-core host that stayed inside 2x
-# either way until one CI run gave 2.66x (the reference's reps at about a call's time sharing a core, the
-# candidate's not); in the judge's own thread, beside that thread, one call took 3.4 s against 2.4 ms quiet.
+# either way until one CI run gave 2.66x (most likely the reference's reps sharing a core with the busy thread and
+# the candidate's not; not reproduced); in the judge's own thread, beside that thread, one call took 3.4 s against
+# 2.4 ms quiet.
 BAND = (1 / 3, 3.0)
 
 

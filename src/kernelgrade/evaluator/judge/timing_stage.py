@@ -292,8 +292,7 @@ def confirmed(job: Job, record: Record, candidate: TimedReply, loop: ReferenceLo
     stands."""
     findings = timing_findings(candidate, loop)
     for _ in range(CONFIRM_PHASES):
-        codes = {f.code for f in findings} & CONFIRMED
-        if not codes:
+        if CONFIRMED.isdisjoint(f.code for f in findings):
             break
         record.note(f for f in findings if f.code not in CONFIRMED)
         candidate, loop = again(loop)
