@@ -196,6 +196,30 @@ def test_the_run_child_reads_its_inputs_and_writes_its_outputs_in_the_region_or_
     assert torch.equal(outputs[0], x * 2) and float(outputs[1]) == float(x.sum())
 
 
+def test_room_made_while_the_child_loads_is_where_the_call_then_crosses(tmp_path: Path) -> None:
+    """The judge grows the region for the first trial before the child's `load` has replied (correctness.py):
+    the child maps the grown region, and the call crosses there with no growth of its own."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "submission.py").write_text(SUBMISSION)
+    tensorfile.save(work / "init.kgt", [])
+    x = torch.arange(12.0).reshape(3, 4)
+    session = RunSession(SubprocessLauncher(), work, None, {})
+    try:
+        session.started(timeout=120)  # importing torch on a loaded 2-core host takes seconds
+        session.make_room([x], 1 << 20)
+        grown = session.region.reserved
+        session.load(work / "submission.py", work / "init.kgt", 0, "cpu", (), timeout=120)
+        session.grow_region([x], 1 << 20)
+        inputs_bytes = session.place_inputs([x], work / "inputs.kgt", 1 << 20)
+        assert session.region_mapped and session.region.reserved == grown == 2 << 20
+        reply = session.call(work / "inputs.kgt", work / "outputs.kgt", [], 120, 0.0, grown, inputs_bytes)
+        outputs = read_region(session.region, reply.region_bytes, CPU, 13 * 4, start=aligned(inputs_bytes))
+    finally:
+        session.close()
+    assert torch.equal(outputs[0], x * 2) and float(outputs[1]) == float(x.sum())
+
+
 @pytest.mark.parametrize("launcher", [SubprocessLauncher(), FdDroppingLauncher()], ids=["region", "no-region"])
 def test_timed_outputs_cross_a_round_at_a_time_and_are_all_rechecked(
         make_request: RequestFactory, monkeypatch: pytest.MonkeyPatch, launcher: SubprocessLauncher) -> None:

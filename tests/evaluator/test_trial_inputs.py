@@ -88,3 +88,32 @@ def test_the_first_trial_is_made_as_soon_as_the_trials_are_opened() -> None:
             time.sleep(0.01)
         assert reference.made == [100], "nothing was made before the first trial was taken"
         assert inputs.take(0).fingerprints == (100,)
+
+
+def test_the_first_trial_is_handed_on_in_the_thread_that_made_it_before_it_can_be_taken() -> None:
+    """The pipeline grows the child's region for it there, while the child still loads ModelNew."""
+    handed: list[tuple[tuple[int, ...], str]] = []
+    reference = CountingReference()
+    first_made = lambda data: handed.append((data.fingerprints, threading.current_thread().name))  # noqa: E731
+    with TrialInputs(reference, trials(2), first_made=first_made) as inputs:  # type: ignore[arg-type]
+        assert inputs.take(0).fingerprints == (100,)
+        assert len(handed) == 1, "the first trial could be taken before it was handed on"
+        inputs.take(1)
+    assert handed[0][0] == (100,) and handed[0][1].startswith("trial-inputs")
+    assert len(handed) == 1, "a later trial was handed on too"
+
+
+def test_a_first_trial_made_after_the_trials_closed_is_not_handed_on() -> None:
+    """An evaluation that ended at load closes its trials: the region is not grown for a call that never comes."""
+    release = threading.Event()
+    handed: list[TrialData] = []
+
+    class SlowReference(CountingReference):
+        def trial(self, seed: int) -> TrialData:
+            assert release.wait(WAIT_S)
+            return super().trial(seed)
+
+    inputs = TrialInputs(SlowReference(), trials(2), first_made=handed.append)  # type: ignore[arg-type]
+    with inputs:
+        threading.Timer(0.2, release.set).start()  # the making finishes while __exit__ waits for it
+    assert release.is_set() and handed == []

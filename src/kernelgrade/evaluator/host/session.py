@@ -151,7 +151,13 @@ class RunSession:
         `room_after` bytes more after them (the call's outputs). Each growth maps the region again and, on a GPU
         host, registers it with CUDA; the first growth of a region whose pages were not given ahead pins them."""
         if self.region_mapped:
-            self.region.reserve(_placed_bytes(tensorfile.memory_size(values), room_after))
+            self.make_room(values, room_after)
+
+    def make_room(self, values: Sequence[Any], room_after: int = 0) -> None:
+        """grow_region() before the child's `load` has said whether it mapped the region: the judge's side of a
+        growth (mapping, registering with CUDA) then runs beside the child's load instead of after it. Should
+        the child not map it, the room is only the judge's memory until the session closes."""
+        self.region.reserve(_placed_bytes(tensorfile.memory_size(values), room_after))
 
     def place_inputs(self, values: Sequence[Any], path: Path, room_after: int = 0) -> int:
         """A checked call's inputs where the child will read them: at the start of the shared region where the

@@ -6,6 +6,7 @@ files where the child has no region or the outputs do not fit there. The expecte
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -58,14 +59,16 @@ def check_correctness(job: Job, record: Record, session: RunSession, ahead: Tria
     return integrity
 
 
-def trial_inputs(job: Job, reference: Reference) -> TrialInputs:
+def trial_inputs(job: Job, reference: Reference, session: RunSession) -> TrialInputs:
     """The job's trials, the first one started now: opened before the candidate loads, so that the judge makes
     the first trial (its inputs, and its expected outputs where they are neither kept nor stored) while the
     child builds ModelNew, instead of after it with the device idle. On a KernelBench level 2 stream on an
     H200, loading and making the first trial each took about half a second per GEMM problem, and 8 s each
-    for 55_Matmul_MaxPool_Sum_Scale."""
+    for 55_Matmul_MaxPool_Sum_Scale. The session's region is then grown to hold that trial's call, still
+    during the load: in a mixed stream on an H200 the growth took 1.2-1.5 s of each evaluation of a level 2
+    problem with large outputs, device idle."""
     trials = trial_seeds(job.request.trials, job.secret, job.secret_seeds())
-    return TrialInputs(reference, trials)
+    return TrialInputs(reference, trials, first_made=lambda data: session.make_room(data.inputs, _room_after(data)))
 
 
 class TrialInputs:
@@ -78,12 +81,16 @@ class TrialInputs:
     and honest candidates ran out of memory beside it."""
 
     def __init__(self, reference: Reference, trials: list[Trial], ahead_room: int | None = None,
-                 peak: Callable[[torch.device, int], int] = peak_above) -> None:
+                 peak: Callable[[torch.device, int], int] = peak_above,
+                 first_made: Callable[[TrialData], None] = lambda _data: None) -> None:
         """`ahead_room`: device bytes a trial made ahead may add (default: default_ahead_room() of its device).
-        `peak`: how far the judge's allocations on a device peaked above a base (device_cache.peak_above)."""
+        `peak`: how far the judge's allocations on a device peaked above a base (device_cache.peak_above).
+        `first_made`: called with the first trial in the thread that made it, before it can be taken; not once
+        the trials are closed (an evaluation that ended at load)."""
         self.reference, self.trials = reference, trials
         self.ahead_room = ahead_room if ahead_room is not None else default_ahead_room(reference.device)
         self._peak, self._highest = peak, 0
+        self._first_made, self._closed = first_made, threading.Event()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="trial-inputs")
         self._next: Future[TrialData] | None = self._submit(0)
 
@@ -91,6 +98,7 @@ class TrialInputs:
         return self
 
     def __exit__(self, *_exc: object) -> None:
+        self._closed.set()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def take(self, index: int) -> TrialData:
@@ -115,6 +123,9 @@ class TrialInputs:
         # An upper bound: the evaluation's peak so far, the comparisons of earlier trials included. Each making's
         # own peak let large problems make every trial ahead, and saved no device time (docs/grading.md).
         self._highest = max(self._highest, self._peak(device, base))
+        if trial == self.trials[0] and not self._closed.is_set():
+            with on_device(device):  # a region's registration with CUDA goes to the thread's current GPU
+                self._first_made(data)
         return data
 
 
@@ -144,11 +155,11 @@ def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahea
     sizes = [r.numel() * r.element_size() for r in data.expected.refs]
     outputs_bytes = sum(sizes)
     with job.timed("correctness:grow"):  # the region mapped again and registered where the call needs more
-        session.grow_region(data.inputs, outputs_bytes + HEADER_ROOM)
+        session.grow_region(data.inputs, _room_after(data))
     with job.timed("correctness:place"):  # the inputs copied in
         # Placed only now: the region holds one call's inputs, and a file written ahead would show the child
         # the next trial's inputs during this one's call.
-        inputs_bytes = session.place_inputs(data.inputs, inputs_path, outputs_bytes + HEADER_ROOM)
+        inputs_bytes = session.place_inputs(data.inputs, inputs_path, _room_after(data))
     record.prepared[data.prepared] += 1
     with job.timed("correctness:call"):
         moved = outputs_bytes + tensorfile.memory_size(data.inputs)
@@ -165,6 +176,11 @@ def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahea
         finally:
             tensorfile.remove(outputs_path)
     return reply.integrity
+
+
+def _room_after(data: TrialData) -> int:
+    """What a trial's call needs in the region after its inputs: the expected outputs' bytes and a header."""
+    return sum(r.numel() * r.element_size() for r in data.expected.refs) + HEADER_ROOM
 
 
 def _read_outputs(session: RunSession, reply: CallReply, path: Path, device: torch.device,

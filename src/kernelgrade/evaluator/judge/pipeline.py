@@ -219,7 +219,7 @@ def _child_stages(job: Job, record: Record, session: RunSession, reference: Refe
 def _checked(job: Job, record: Record, session: RunSession, reference: Reference, files: SubmissionFiles,
              prebuilt: tuple[Prebuilt, ...], first_passed: Callable[[], None] = lambda: None) -> TreeCount | None:
     """The candidate loaded and checked; what its process tree was once loaded."""
-    with trial_inputs(job, reference) as trials:
+    with trial_inputs(job, reference, session) as trials:
         baseline = load_model(job, record, session, files, prebuilt)
         integrity = check_correctness(job, record, session, trials, first_passed)
     if integrity is not None:
