@@ -30,6 +30,8 @@ SERVER_STOP_S = 30.0
 POLL_S = 1.0
 BATCH = 16  # at most KERNELGRADE_MAX_BATCH (32 by default) per POST /v1/submissions/batch
 SUBMITTER = "throughput-bench"
+# The stages a progress line names: enough to see a verdict's cost, short enough for one line.
+TOP_STAGES = 3
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,8 @@ class Service:
         """Every submission's final body. Judges take jobs in order, so it asks for the oldest unfinished one
         until it is done, then the next: about one request per poll, whatever N is."""
         done: dict[int, dict[str, Any]] = {}
-        deadline = time.monotonic() + timeout_s
+        started = time.monotonic()
+        deadline = started + timeout_s
         for submission_id in ids:
             while (body := self._ok(self.client.get(f"/v1/submissions/{submission_id}")))["evaluation"]["status"] \
                     != "done":
@@ -173,7 +176,8 @@ class Service:
                     raise RuntimeError(f"no verdict for submission {submission_id} in {timeout_s:.0f} s")
                 time.sleep(POLL_S)
             done[submission_id] = body
-            print(f"#   {self.label + ': ' if self.label else ''}{len(done)}/{len(ids)} {_progress(body)}", flush=True)
+            print(f"#   {self.label + ': ' if self.label else ''}{len(done)}/{len(ids)} at"
+                  f" {time.monotonic() - started:.0f} s: {_progress(body)}", flush=True)
         return done
 
     def _ok(self, response: httpx.Response) -> Any:
@@ -212,14 +216,19 @@ def graded(submission: Submission, body: dict[str, Any]) -> Graded:
 
 
 def _progress(body: dict[str, Any]) -> str:
-    """A verdict as it comes in; a flagged or errored one with its submission and why, which a pass that is
-    not reported (the build pass) would otherwise lose."""
+    """A verdict as it comes in, with its problem, its time in the judge and the stages that took most of it:
+    a run cut short (a device call's limit) still says where its time went. A flagged or errored one also
+    with its submission and why, which a pass that is not reported (the build pass) would otherwise lose."""
     evaluation = body["evaluation"]
     verdict = str(evaluation["verdict"])
+    spent = _epoch(evaluation["finished_at"]) - _epoch(evaluation["started_at"])
+    stages = sorted((evaluation.get("result") or {}).get("stage_seconds", []), key=lambda s: -s[1])
+    largest = ", ".join(f"{label} {seconds:.1f}" for label, seconds in stages[:TOP_STAGES])
+    line = f"{verdict} {body.get('problem')} ({spent:.1f} s in the judge: {largest or 'no stages'})"
     if verdict not in ("flagged", "error"):
-        return verdict
+        return line
     why = _why(evaluation, evaluation.get("failure") or {})
-    return f"{verdict} (submission {body['id']}, {body.get('model')}): {why}"
+    return f"{line} (submission {body['id']}, {body.get('model')}): {why}"
 
 
 def _why(evaluation: dict[str, Any], failure: dict[str, Any]) -> str:
