@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: setup sandbox-deps system-deps serve test lint typecheck imports pytest bench clean
+.PHONY: setup sandbox-deps system-deps serve test lint typecheck imports pytest bench wheelhouse clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,28 @@ test: lint typecheck imports pytest
 bench: setup
 	$(BIN)/python bench/compile_cache.py
 	$(BIN)/python bench/service_bench.py
+
+# Wheels of everything the service and its workers need except torch, for a GPU host with no package index
+# (README: A GPU host without a package index): for that host's Python (WHEEL_PYTHON) on x86-64 Linux, with
+# their own dependencies resolved here. torch and numpy are left out: the host's own (a CUDA build of torch, and
+# the numpy it was installed with) are the ones to use, and a second numpy on the path would shadow the first.
+WHEELHOUSE ?= wheelhouse
+WHEEL_PYTHON ?= 3.12
+WHEEL_EXTRAS ?= service scaleout
+# pip takes a manylinux tag only as named; these cover the wheels of today's packages.
+WHEEL_PLATFORMS ?= manylinux_2_39_x86_64 manylinux_2_35_x86_64 manylinux_2_34_x86_64 manylinux_2_31_x86_64 \
+	manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_24_x86_64 manylinux_2_17_x86_64 \
+	manylinux2014_x86_64 manylinux1_x86_64 linux_x86_64
+WHEEL_REQUIREMENTS = $(shell $(BIN)/python -c 'import re, shlex, tomllib; \
+	p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
+	extras = [r for e in "$(WHEEL_EXTRAS)".split() for r in p["optional-dependencies"][e]]; \
+	print(" ".join(shlex.quote(r) for r in p["dependencies"] + extras \
+	if re.match(r"[\w.-]+", r).group() not in ("torch", "numpy")))')
+
+wheelhouse: setup
+	$(BIN)/pip download -q --only-binary=:all: --python-version $(WHEEL_PYTHON) --implementation cp \
+		$(addprefix --platform ,$(WHEEL_PLATFORMS)) -d $(WHEELHOUSE) $(WHEEL_REQUIREMENTS)
+	@echo "$(WHEELHOUSE): $$(ls $(WHEELHOUSE) | wc -l) wheels for Python $(WHEEL_PYTHON)"
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
