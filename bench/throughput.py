@@ -30,6 +30,9 @@ host, so it is run without it. --both-orders runs the configurations one after a
 reverse order (before, after, after, before), where one GPU must serve them all: a run's order alone moved
 stream rates by several percent on the GPU host.
 Printed:
+- as verdicts come in, each with its problem, the seconds since its pass began, its time in the judge and its
+  largest stages; between them, the judges' work off the verdicts' path (torch.compile baselines, problems
+  prepared) as the server logs it, so that a run cut short still says where its time went;
 - verdicts/hour: N / wall, wall = first submission's creation to last verdict (server timestamps);
 - submit-to-verdict latency p50/p95 (each evaluation's finished_at - created_at);
 - device seconds per verdict: the stages the run child holds the device (load + correctness + timing +

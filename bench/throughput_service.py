@@ -30,6 +30,9 @@ SERVER_STOP_S = 30.0
 POLL_S = 1.0
 BATCH = 16  # at most KERNELGRADE_MAX_BATCH (32 by default) per POST /v1/submissions/batch
 SUBMITTER = "throughput-bench"
+# The server's loggers whose lines say a judge began or ended work off the verdicts' path (baselines, preparations).
+OFF_PATH_LOGGERS = ("kernelgrade.worker.judge", "kernelgrade.worker.compiled_baselines",
+                    "kernelgrade.worker.preparations")
 # The stages a progress line names: enough to see a verdict's cost, short enough for one line.
 TOP_STAGES = 3
 
@@ -117,6 +120,7 @@ class Service:
     def __init__(self, url: str, process: subprocess.Popen[bytes], log_path: Path, label: str = "") -> None:
         self.url, self.process, self.log_path, self.label = url, process, log_path, label
         self.client = httpx.Client(base_url=url, timeout=60.0)
+        self._log_read = 0  # how far off_path_work() has read the server's log
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + SERVER_START_S
@@ -174,11 +178,30 @@ class Service:
                     != "done":
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"no verdict for submission {submission_id} in {timeout_s:.0f} s")
+                self._say(started, self.off_path_work())
                 time.sleep(POLL_S)
             done[submission_id] = body
-            print(f"#   {self.label + ': ' if self.label else ''}{len(done)}/{len(ids)} at"
-                  f" {time.monotonic() - started:.0f} s: {_progress(body)}", flush=True)
+            self._say(started, [*self.off_path_work(), f"{len(done)}/{len(ids)}: {_progress(body)}"])
         return done
+
+    def _say(self, started: float, lines: list[str]) -> None:
+        for line in lines:
+            print(f"#   {self.label + ': ' if self.label else ''}at {time.monotonic() - started:.0f} s: {line}",
+                  flush=True)
+
+    def off_path_work(self) -> list[str]:
+        """The judges' work off the verdicts' path that the server logged since the last call (torch.compile
+        baselines, problems prepared): a verdict that waited for a judge busy with it shows between them."""
+        if not self.log_path.exists():
+            return []
+        with self.log_path.open("rb") as log:
+            log.seek(self._log_read)
+            text = log.read()
+        complete = text[:text.rfind(b"\n") + 1]
+        self._log_read += len(complete)
+        lines = complete.decode(errors="replace").splitlines()
+        return [line.partition(": ")[2] for line in lines if any(f" {name}: " in line for name in OFF_PATH_LOGGERS)
+                and (" torch.compile of " in line or " prepared " in line)]
 
     def _ok(self, response: httpx.Response) -> Any:
         if not response.is_success:
