@@ -108,6 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         chosen = side_by_side(chosen, args.device, os.sched_getaffinity(0), visible_gpus(args.device))
     with tempfile.TemporaryDirectory(prefix="kg-throughput-") as tmp:
         runs = measure_all(chosen, corpus, Path(tmp), args)
+        if not runs:  # every pass cut at --timeout before its first verdict
+            print(f"# no verdict came in within --timeout {args.timeout:.0f} s")
+            return 1
         print_runs(runs)
         # Written before KernelBench's in-process protocol builds its kernels (minutes on a GPU host), so a run
         # stopped there still leaves the service's numbers.
@@ -206,7 +209,9 @@ def kernelbench_problems(folder: Path, levels: Sequence[int]) -> list[ProblemRef
 
 def measure_mixed(config: Config, corpus: list[Submission], root: Path, index: int,
                   args: argparse.Namespace) -> list[RunReport]:
-    """One server, fresh data dir, two passes: every problem new, then the same submissions again (forced)."""
+    """One server, fresh data dir, two passes: every problem new, then the same submissions again (forced). A
+    pass cut at --timeout is reported on the verdicts that came in, and ends the run: the rest of it would still
+    be graded during the next pass."""
     data_dir = root / f"data-{index}"
     print(f"# {config.label}: starting kernelgrade serve (data dir {data_dir})", flush=True)
     with served(data_dir, data_dir / f"run-{index}.db", config.env, config.src, config.place,
@@ -215,9 +220,15 @@ def measure_mixed(config: Config, corpus: list[Submission], root: Path, index: i
         reports = []
         for label, force in (("first pass", False), ("second pass", True)):
             print(f"# {config.label}, {label}: submitting {len(corpus)} submissions", flush=True)
-            graded = service.grade(corpus, force=force, timeout_s=args.timeout)
+            graded = service.grade(corpus, force=force, timeout_s=args.timeout, cut=True)
             named = f"{config.label}, {label}" if _compares(args) else label
-            reports.append(summarize(replace(config, label=named), graded, service.devices(), None))
+            cut_s = time.time() if len(graded) < len(corpus) else None
+            if cut_s is not None:
+                named += f" ({len(graded)}/{len(corpus)})"
+            if graded:
+                reports.append(summarize(replace(config, label=named), graded, service.devices(), None, cut_s))
+            if len(graded) < len(corpus):
+                break
     return reports
 
 
@@ -337,7 +348,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="run the compared configurations one after another, then again in reverse order")
     parser.add_argument("--env", action="append", default=[], metavar="KERNELGRADE_X=V",
                         help="a setting for the server (repeatable)")
-    parser.add_argument("--timeout", type=float, default=7200.0, help="seconds to wait for one pass's verdicts")
+    parser.add_argument("--timeout", type=float, default=7200.0,
+                        help="seconds to wait for one pass's verdicts (--mixed: then report those that came in)")
     parser.add_argument("--no-in-process", action="store_true", help="skip KernelBench's in-process protocol")
     parser.add_argument("--json", type=Path, default=None, help="also write every number here")
     return parser

@@ -42,3 +42,24 @@ def test_a_mixed_stream_is_graded_in_two_passes_over_distinct_problems() -> None
     first, _, second = done.stdout.partition("checks the results record (second pass)")
     assert re.search(r"compile stage: .*(built it|found the build cached)", first), output[-6000:]
     assert re.search(r"^\s+compile stage: found the build cached \(4\)$", second, re.MULTILINE), output[-6000:]
+
+
+@pytest.mark.slow
+def test_a_mixed_pass_cut_at_its_timeout_reports_the_verdicts_in_by_then_and_ends_the_run() -> None:
+    """The C++ kernel's build and verdict take longer than the pass's 15 s here (without a precompiled header its
+    pass was still unfinished 20 s in, on an idle 2-core host): the first pass is cut, the second never starts."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGRADE_")}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "throughput.py"), "--device", "cpu",
+                           "--mixed", str(FIXTURES), "--no-in-process", "--timeout", "15",
+                           "--env", "KERNELGRADE_TIMING_PROFILE=fast", "--env", NO_PCH],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=MIXED_S, check=False)
+    output = done.stdout + done.stderr
+    cut = re.search(r"at \d+ s: cut at 15 s: (\d) of 4 verdicts in", done.stdout)
+    assert cut is not None and int(cut[1]) < 4, output[-6000:]
+    assert "second pass" not in done.stdout, output[-6000:]
+    if int(cut[1]) == 0:
+        assert done.returncode == 1 and "no verdict came in within --timeout 15 s" in done.stdout, output[-6000:]
+    else:
+        assert done.returncode == 0, output[-6000:]
+        assert re.search(rf"^\s+first pass \({cut[1]}/4\)$", done.stdout, re.MULTILINE), output[-6000:]
