@@ -33,7 +33,8 @@ Printed:
 - as verdicts come in, each with its problem, the seconds since its pass began, its time in the judge and its
   largest stages; between them, the judges' work off the verdicts' path (torch.compile baselines, problems
   prepared) as the server logs it, so that a run cut short still says where its time went;
-- verdicts/hour: N / wall, wall = first submission's creation to last verdict (server timestamps);
+- verdicts/hour: N / wall, wall = first submission's creation to last verdict (server timestamps), or to the cut
+  of a --mixed pass cut at --timeout;
 - submit-to-verdict latency p50/p95 (each evaluation's finished_at - created_at);
 - device seconds per verdict: the stages the run child holds the device (load + correctness + timing +
   compiled_baseline, from each result's stage_seconds), and the busy fraction: their sum / (wall x devices);
