@@ -228,7 +228,7 @@ def measure_mixed(config: Config, corpus: list[Submission], root: Path, index: i
                 named += f" ({len(graded)}/{len(corpus)})"
             if graded:
                 reports.append(summarize(replace(config, label=named), graded, service.devices(), None, cut_s))
-            if len(graded) < len(corpus):
+            if cut_s is not None:
                 break
     return reports
 

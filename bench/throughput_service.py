@@ -178,12 +178,12 @@ class Service:
         for submission_id in ids:
             while (body := self._ok(self.client.get(f"/v1/submissions/{submission_id}")))["evaluation"]["status"] \
                     != "done":
-                if time.monotonic() > deadline and cut:
+                if time.monotonic() > deadline:
+                    if not cut:
+                        raise RuntimeError(f"no verdict for submission {submission_id} in {timeout_s:.0f} s")
                     done |= self._finished([i for i in ids if i not in done])
                     self._say(started, [f"cut at {timeout_s:.0f} s: {len(done)} of {len(ids)} verdicts in"])
                     return done
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"no verdict for submission {submission_id} in {timeout_s:.0f} s")
                 self._say(started, self.off_path_work())
                 time.sleep(POLL_S)
             done[submission_id] = body

@@ -154,12 +154,13 @@ def _run_trial(job: Job, record: Record, session: RunSession, trial: Trial, ahea
         data = ahead.take(trial.index)
     sizes = [r.numel() * r.element_size() for r in data.expected.refs]
     outputs_bytes = sum(sizes)
+    room_after = _room_after(data)
     with job.timed("correctness:grow"):  # the region mapped again and registered where the call needs more
-        session.grow_region(data.inputs, _room_after(data))
+        session.grow_region(data.inputs, room_after)
     with job.timed("correctness:place"):  # the inputs copied in
         # Placed only now: the region holds one call's inputs, and a file written ahead would show the child
         # the next trial's inputs during this one's call.
-        inputs_bytes = session.place_inputs(data.inputs, inputs_path, _room_after(data))
+        inputs_bytes = session.place_inputs(data.inputs, inputs_path, room_after)
     record.prepared[data.prepared] += 1
     with job.timed("correctness:call"):
         moved = outputs_bytes + tensorfile.memory_size(data.inputs)
