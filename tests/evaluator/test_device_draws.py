@@ -116,13 +116,6 @@ def test_pinned_blocks_made_are_counted_and_handed_back_past_the_bound(monkeypat
     assert not tally.take_if_over(0)  # counting started again
 
 
-def test_inputs_are_pinned_on_a_gpu_up_to_the_bound() -> None:
-    gpu = torch.device("cuda", 0)
-    assert device_draws.pins(device_draws.PINNED_INPUT_MAX_BYTES, gpu)
-    assert not device_draws.pins(device_draws.PINNED_INPUT_MAX_BYTES + 1, gpu)
-    assert not device_draws.pins(1 << 20, CPU)
-
-
 def test_off_a_gpu_inputs_are_drawn_into_pageable_memory() -> None:
     drawn = SeededDraws("p").run(1, lambda: torch.rand(1 << 20), on=None)
     assert not drawn.is_pinned()

@@ -11,6 +11,8 @@ import threading
 
 import torch
 
+from kernelgrade.evaluator import pinned_buffers
+
 # Unused cache below this is kept: handing it back costs a device synchronize and cudaFree calls, and getting
 # it again cudaMalloc calls, for every trial of a small problem; the other process misses 256 MiB on no problem
 # that fits the device at all.
@@ -97,7 +99,9 @@ def release_pinned() -> None:
     """Hand the pinned host memory no tensor uses back to the driver, once blocks of more than KEEP_PINNED_BYTES were
     made since the last time: torch's caching host allocator keeps every block it pinned for reuse, in power-of-two
     sizes, and a stream of problems of many sizes would otherwise keep the largest block of each size pinned for
-    good. Called when an evaluation ends; within one, the trials reuse each other's blocks."""
+    good. Called when an evaluation ends; within one, the trials reuse each other's blocks. The buffers of larger
+    inputs (pinned_buffers.py) are trimmed to their pool's budget then too."""
     empty = getattr(torch._C, "_host_emptyCache", None)  # CUDA builds of torch 2.5 and later
     if empty is not None and PINNED.take_if_over(KEEP_PINNED_BYTES):
         empty()
+    pinned_buffers.trim()

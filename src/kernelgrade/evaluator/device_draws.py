@@ -37,7 +37,7 @@ from typing import Any, TypeGuard
 import torch
 from torch.overrides import TorchFunctionMode
 
-from kernelgrade.evaluator import device_cache
+from kernelgrade.evaluator import device_cache, pinned_buffers
 from kernelgrade.evaluator.wire import staging
 
 # Below this many elements a CPU draw takes under 10 ms; a GPU draw's launch and copy would not gain.
@@ -45,10 +45,10 @@ DEVICE_DRAW_MIN = 1 << 20
 # Elements drawn on the device at a time: 256 MiB of fp32, 512 MiB of int64 beside the judge's own tensors.
 # Fixed, because it decides the values: the generator's stream is drawn in chunks of this size.
 DEVICE_DRAW_CHUNK = 1 << 26
-# The largest input drawn into pinned memory. torch's host allocator pins whole powers of two, so a 9 GiB input
-# would pin 16 GiB, five times an evaluation (two trials, three timing sets), memory the host cannot swap; up to
-# 1 GiB the rounding costs less than 0.5 GiB a block. Larger inputs go to pageable memory as before: slower to
-# cross (0.36 s per 0.5 GiB back from the device, against 0.01 s), never more memory than they take.
+# The largest input drawn into a block of torch's caching host allocator. It pins whole powers of two, so a 9 GiB
+# input would pin 16 GiB, five times an evaluation (two trials, three timing sets), memory the host cannot swap;
+# up to 1 GiB the rounding costs less than 0.5 GiB a block. Larger inputs get a buffer of their exact size
+# (pinned_buffers.py).
 PINNED_INPUT_MAX_BYTES = 1 << 30
 
 _FACTORIES: frozenset[Callable[..., Any]] = frozenset({torch.rand, torch.randn, torch.randint})
@@ -109,26 +109,28 @@ def drawn(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
 
 
 def _input_tensor(factory: _Factory, device: torch.device) -> torch.Tensor:
-    """The CPU tensor an input draw fills: pinned, from torch's caching host allocator, where it is drawn on a GPU.
-    An input crosses between host and device several times per trial (drawn, copied for the reference and for the
-    float64 oracle); on an H200 host, 0.5 GiB took 0.36 s to come back into pageable memory and 0.08 s to go out
-    again, 0.01 s each way pinned. Pinning a new block took 0.25 s, once: the trials after it reuse the blocks
-    the trials before freed (device_cache.release_pinned() hands the unused ones back once many were made).
-    Where pinning is refused, or the tensor is past PINNED_INPUT_MAX_BYTES, pageable memory backed by huge pages."""
-    if pins(factory.nbytes(), device) and not factory.pinned:
-        try:
-            return device_cache.pinned_empty(factory.shape, factory.dtype)
-        except RuntimeError:
-            pass
-    out = factory.empty()
-    if not factory.pinned:
-        back_with_huge_pages(out)
+    """The CPU tensor an input draw fills: pinned, where it is drawn on a GPU. An input crosses between host and
+    device several times per trial (drawn, copied for the reference and for the float64 oracle); on an H200 host,
+    0.5 GiB took 0.36 s to come back into pageable memory and 0.08 s to go out again, 0.01 s each way pinned.
+    Up to PINNED_INPUT_MAX_BYTES it comes from torch's caching host allocator: pinning a new block took 0.25 s,
+    once, as the trials after it reuse the blocks the trials before freed (device_cache.release_pinned() hands the
+    unused ones back once many were made). Larger, from a pool of buffers of exact sizes (pinned_buffers.py).
+    Where pinning is refused: pageable memory backed by huge pages."""
+    out = _pinned(factory) if device.type == "cuda" and not factory.pinned else None
+    if out is None:
+        out = factory.empty()
+        if not factory.pinned:
+            back_with_huge_pages(out)
     return out
 
 
-def pins(nbytes: int, device: torch.device) -> bool:
-    """Whether an input of `nbytes` drawn on `device` is drawn into pinned memory (_input_tensor)."""
-    return device.type == "cuda" and nbytes <= PINNED_INPUT_MAX_BYTES
+def _pinned(factory: _Factory) -> torch.Tensor | None:
+    try:
+        if factory.nbytes() > PINNED_INPUT_MAX_BYTES:
+            return pinned_buffers.pool().empty(factory.shape, factory.dtype)
+        return device_cache.pinned_empty(factory.shape, factory.dtype)
+    except (RuntimeError, OSError):  # pinning or mapping refused
+        return None
 
 
 def draws_on(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.device:

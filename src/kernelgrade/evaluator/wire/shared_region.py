@@ -118,7 +118,7 @@ class SharedRegion:
     def _map(self, size: int) -> None:
         self._unmap()
         memory = mmap.mmap(self.fd, size)
-        self._memory, self._address = memory, _address(memory)
+        self._memory, self._address = memory, address_of(memory)
         if self.pin and int(torch.cuda.cudart().cudaHostRegister(  # type: ignore[no-untyped-call]
                 self._address, size, _PORTABLE)) != 0:
             self.pin = False  # registration refused (a limit on locked memory): copies still work, slower
@@ -132,7 +132,7 @@ class SharedRegion:
         self._memory, self._address = None, 0
 
 
-def _address(memory: mmap.mmap) -> int:
+def address_of(memory: mmap.mmap) -> int:
     """The mapping's address. The ctypes object that reads it is dropped at once: while it lived, the mapping
     would refuse to close."""
     first = ctypes.c_char.from_buffer(memory)
