@@ -5,6 +5,8 @@ in for cudaHostRegister; the GPU test draws through a real one."""
 from __future__ import annotations
 
 import gc
+import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -63,6 +65,21 @@ def test_trim_unpins_the_least_recently_freed_past_the_budget() -> None:
     pool.trim()
     assert recorder.unregistered == addresses[:2]  # 1 and 2 MiB go; the 3 MiB freed last fit the budget
     assert pool.free_bytes() == 3 * MiB
+
+
+def test_a_forked_process_does_not_get_the_buffers() -> None:
+    """A fork would otherwise copy pinned pages at once: the buffers are not mapped in the forked child at all."""
+    pool = PinnedBuffers(keep_bytes=64 * MiB, registrar=Recorder().registrar())
+    tensor = pool.empty((4 * MiB,), torch.uint8)
+    assert tensor is not None
+    start = f"{tensor.data_ptr():x}-"
+    assert any(line.startswith(start) for line in Path("/proc/self/maps").read_text().splitlines())
+    pid = os.fork()
+    if pid == 0:
+        mapped = any(line.startswith(start) for line in Path("/proc/self/maps").read_text().splitlines())
+        os._exit(1 if mapped else 0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_a_refused_registration_gives_nothing() -> None:

@@ -29,6 +29,10 @@ import torch
 
 from kernelgrade.evaluator.wire.shared_region import address_of
 
+# Huge pages: fewer faults and page-table entries for a buffer of gigabytes. Not inherited by a fork: Linux copies
+# private pages pinned for DMA into a forked process at once rather than sharing them copy-on-write, so a run
+# child's start that forked before it exec'd could copy the whole pool, and nothing forked needs it.
+_ADVICE = ("MADV_HUGEPAGE", "MADV_DONTFORK")
 # cudaHostRegisterPortable: pinned for every CUDA context of the process, as judges of several GPUs share one.
 _PORTABLE = 1
 
@@ -104,9 +108,10 @@ class PinnedBuffers:
 
     def _made(self, nbytes: int) -> _Buffer | None:
         memory = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        advice = getattr(mmap, "MADV_HUGEPAGE", None)
-        if advice is not None:
-            memory.madvise(advice)
+        for name in _ADVICE:
+            advice = getattr(mmap, name, None)
+            if advice is not None:
+                memory.madvise(advice)
         buffer = _Buffer(memory, address_of(memory))
         if not self._registrar.register(buffer.address, nbytes):
             memory.close()
