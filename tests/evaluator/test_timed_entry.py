@@ -4,13 +4,16 @@ outputs at the top level so that the judge's load moves them to the device as a 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
 from kernelgrade.evaluator import timing
+from kernelgrade.evaluator.host.reference import to_device
+from kernelgrade.evaluator.judge import timed_outputs
 from kernelgrade.evaluator.judge.outcome import Verdicted
-from kernelgrade.evaluator.judge.timed_outputs import _load_timed, _timed_entry
+from kernelgrade.evaluator.judge.timed_outputs import PlacedSets, _load_timed, _timed_entry
 from kernelgrade.evaluator.wire import tensorfile
 
 
@@ -47,3 +50,29 @@ def test_a_file_larger_than_one_call_s_outputs_is_a_wrong_timed_output(tmp_path:
     with pytest.raises(Verdicted):
         _load_timed(path, torch.device("cpu"), output_bytes)
     assert _load_timed(path, torch.device("cpu"), output_bytes + 1)[2] == 1
+
+
+def test_the_recheck_holds_one_set_placed_and_scales_its_inputs_as_the_child_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    sets = [[torch.rand(8), torch.ones(3)], [torch.rand(8) + 1, torch.arange(3.0)]]
+    placements: list[int] = []
+    looked_at: list[int] = []
+    whole_number_check = timing.scalable
+
+    def placed(values: list[Any], device: torch.device) -> list[Any]:
+        placements.append(next(i for i, s in enumerate(sets) if s is values))
+        return to_device(values, device)
+
+    def scalable(value: Any) -> bool:
+        looked_at.append(id(value))
+        return whole_number_check(value)
+
+    monkeypatch.setattr(timed_outputs, "to_device", placed)
+    monkeypatch.setattr(timing, "scalable", scalable)
+    rechecked = PlacedSets(sets, torch.device("cpu"))
+    for set_index, step in [(0, 0), (0, 2), (1, 3), (0, 1)]:
+        which = [isinstance(v, torch.Tensor) and not torch.equal(v, torch.trunc(v)) for v in sets[set_index]]
+        child = timing.scaled_inputs(sets[set_index], step, which)  # what the child's rep ran on
+        assert all(torch.equal(a, b) for a, b in zip(rechecked.rep_inputs(set_index, step), child, strict=True))
+    assert placements == [0, 1, 0]  # the set last used only, placed again when it comes back
+    assert len(looked_at) == 4  # each set's inputs looked at once

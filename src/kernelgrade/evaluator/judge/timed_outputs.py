@@ -38,13 +38,13 @@ def recheck_timed_outputs(job: Job, record: Record, session: RunSession, referen
     # The child keeps the last output of each input set plus a sample; a larger count is not its harness.
     if not 0 <= reply.kept <= kept.most:
         raise _wrong(f"the harness reported {reply.kept} timed outputs; it keeps at most {kept.most}")
-    placed: dict[int, tuple[list[Any], list[bool]]] = {}
+    placed = PlacedSets(sets, job.device)
     first = 0
     while first < reply.kept:
         if first:
             reply = kept.ask(first)
         for loaded in kept.read(reply, first):
-            _recheck(job, reference, sets, placed, loaded)
+            _recheck(job, reference, placed, loaded)
         first += len(reply.ends)
 
 
@@ -93,12 +93,11 @@ class _KeptOutputs:
         return _load_timed(self.job.work_dir / f"timed_{index}.kgt", self.job.device, self.output_bytes)
 
 
-def _recheck(job: Job, reference: Reference, sets: list[list[Any]], placed: dict[int, tuple[list[Any], list[bool]]],
-             loaded: Any) -> None:
+def _recheck(job: Job, reference: Reference, placed: PlacedSets, loaded: Any) -> None:
     """One kept output against the reference on its rep's inputs."""
-    set_index, step, rep, outs = _timed_entry(loaded, len(sets))
+    set_index, step, rep, outs = _timed_entry(loaded, placed.count)
     with job.timed("recheck:reference"):
-        inputs = _rep_inputs(placed, sets, set_index, step, job.device)
+        inputs = placed.rep_inputs(set_index, step)
         expected = reference.expected(inputs)
         timing.device_synchronize(job.device)  # the reference's own time, not the comparison's
     refs = expected.refs
@@ -112,16 +111,34 @@ def _recheck(job: Job, reference: Reference, sets: list[list[Any]], placed: dict
                      f" wrong although the checked calls were right: {comparison.message}")
 
 
-def _rep_inputs(placed: dict[int, tuple[list[Any], list[bool]]], sets: list[list[Any]], set_index: int, step: int,
-                device: torch.device) -> list[Any]:
-    """A re-checked rep's inputs, bit for bit the child's. Each input set is moved to the device once, however
-    many reps used it, and which of its inputs are scaled is worked out there, as the child does: on the judge's
-    CPU, the whole-number check of a 1 GiB input took over a second."""
-    if set_index not in placed:
-        values = to_device(sets[set_index], device)
-        placed[set_index] = values, [timing.scalable(v) for v in values]
-    values, which = placed[set_index]
-    return timing.scaled_inputs(values, step, which)
+class PlacedSets:
+    """The timing sets as the re-check uses them: one at a time on the device, and which of each set's inputs
+    are scaled, worked out there once, as the child does (on the judge's CPU, the whole-number check of a 1 GiB
+    input took over a second).
+
+    Only the set last used is kept on the device. The re-check's reference run and float64 oracle need room
+    beside the candidate's child, which holds every set and the kept outputs; with KernelBench's 6 GiB softmax
+    sets, keeping all three placed would leave the oracle too little and send it to the host, tens of seconds
+    slower. Placing a set again costs one copy from pinned memory (0.12 s for 6 GiB on an H200)."""
+
+    def __init__(self, sets: list[list[Any]], device: torch.device) -> None:
+        self.sets, self.device = sets, device
+        self.count = len(sets)
+        self._which: dict[int, list[bool]] = {}
+        self._placed: tuple[int, list[Any]] | None = None
+
+    def rep_inputs(self, set_index: int, step: int) -> list[Any]:
+        """A re-checked rep's inputs, bit for bit the child's."""
+        values = self.on_device(set_index)
+        if set_index not in self._which:
+            self._which[set_index] = [timing.scalable(v) for v in values]
+        return timing.scaled_inputs(values, step, self._which[set_index])
+
+    def on_device(self, set_index: int) -> list[Any]:
+        if self._placed is None or self._placed[0] != set_index:
+            self._placed = None  # let go of the last set before the next one comes
+            self._placed = set_index, to_device(self.sets[set_index], self.device)
+        return self._placed[1]
 
 
 def _load_timed(path: Path, device: torch.device, output_bytes: int) -> Any:
