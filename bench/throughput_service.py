@@ -315,5 +315,9 @@ def _checks(evaluation: dict[str, Any], result: dict[str, Any]) -> tuple[tuple[s
     sources = [f"{count} {source}" for source, count in counts if count != "0"]
     if sources:
         found.append(("trials' expected outputs", ", ".join(sources)))
+    on_host = [f"{stage} {extra[f'oracle_on_host_{stage}']}" for stage in ("correctness", "recheck")
+               if f"oracle_on_host_{stage}" in extra]
+    if on_host:
+        found.append(("float64 oracle run on the host (calls)", ", ".join(on_host)))
     found += [("finding", f"{f['severity']}: {f['code']}") for f in evaluation.get("findings", [])]
     return tuple(found)

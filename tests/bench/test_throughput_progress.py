@@ -50,3 +50,12 @@ def test_the_judges_work_off_the_verdicts_path_is_read_from_the_server_log_once_
     assert service.off_path_work() == ["judge cuda0 prepared 1_Add on cuda-h200: 13 trial(s), in 6.7 s",
                                        "torch.compile of 2_Conv on cuda-h200: measured; filled in 1 evaluation(s)"]
     assert service.off_path_work() == []
+
+
+def test_the_checks_count_calls_whose_float64_oracle_ran_on_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    service = importlib.import_module("throughput_service")
+    on_host = {"extra": [["trials_computed", "7"], ["oracle_on_host_recheck", "3"]]}
+    assert ("float64 oracle run on the host (calls)", "recheck 3") in service._checks({}, on_host)
+    on_device = {"extra": [["trials_computed", "7"]]}
+    assert not any(check.startswith("float64") for check, _ in service._checks({}, on_device))

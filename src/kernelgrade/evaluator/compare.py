@@ -89,6 +89,10 @@ class Expected:
     oracles: Sequence[torch.Tensor] | None = None
     rounded: RoundedOutputs | None = None
 
+    def oracle_on_host(self, device: torch.device) -> bool:
+        """Whether the float64 oracle of a problem on a GPU ran on the host, for want of room on the device."""
+        return device.type == "cuda" and any(o.device.type == "cpu" for o in self.oracles or ())
+
 
 def flatten_outputs(value: Any) -> list[Any]:
     """forward() may return one tensor or a tuple/list of them; compare them position by position.

@@ -204,6 +204,7 @@ def _judge_call(job: Job, record: Record, trial: Trial, reply: CallReply, mutate
         record.add(Finding("output_changed_after_return", Severity.FLAG,
             "the output kept changing after forward() returned: it was still being written by work the"
             " harness did not wait for (another stream, a thread or process, or a batched future call)."))
+    record.oracles_on_host["correctness"] += expected.oracle_on_host(job.device)
     comparison = _structure_failure(reply, list(expected.refs), mutated, job.device.type) or read()
     if not isinstance(comparison, Comparison):
         comparison = compare_in_room(comparison, expected, job.request.problem.precision, job.device)

@@ -95,7 +95,7 @@ def build_result(job: Job, record: Record, verdict: Verdict, failure: Failure | 
         compiled_baseline_pending=record.compiled_baseline_pending,
         speedup_vs_compiled=(compiled_baseline.speedup_against(record.compiled_baseline, record.candidate_timing)
                              if timed else None),
-        extra=peak_memory(job.device, record) + preparation(record),
+        extra=peak_memory(job.device, record) + preparation(record) + oracles_on_host(record),
     )
 
 
@@ -114,6 +114,12 @@ def preparation(record: Record) -> tuple[tuple[str, str], ...]:
     reference's child for timing came to hold it (kept, loaded ahead, loaded)."""
     trials = tuple((f"trials_{source}", str(record.prepared[source])) for source in ("computed", "stored", "kept"))
     return trials + ((("reference_child", record.reference_child),) if record.reference_child else ())
+
+
+def oracles_on_host(record: Record) -> tuple[tuple[str, str], ...]:
+    """How many calls' float64 oracle ran on the host, by stage, where any did."""
+    return tuple((f"oracle_on_host_{stage}", str(count)) for stage, count in sorted(record.oracles_on_host.items())
+                 if count)
 
 
 def reset_peak_memory(device: torch.device) -> None:

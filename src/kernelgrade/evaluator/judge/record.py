@@ -39,6 +39,9 @@ class Record:
     # How the reference's child for timing came to hold it: kept, loaded ahead (beside the trials) or loaded
     # (with why not ahead, where that was tried).
     reference_child: str = ""
+    # Calls whose float64 oracle ran on the host, for want of room on the device, by stage (correctness, recheck):
+    # tens of seconds on a large problem, which the stage's time alone does not explain.
+    oracles_on_host: Counter[str] = field(default_factory=Counter)
 
     def add(self, finding: Finding) -> None:
         """One finding per code: a check that fires on every trial says so once."""

@@ -44,7 +44,7 @@ def recheck_timed_outputs(job: Job, record: Record, session: RunSession, referen
         if first:
             reply = kept.ask(first)
         for loaded in kept.read(reply, first):
-            _recheck(job, reference, placed, loaded)
+            _recheck(job, record, reference, placed, loaded)
         first += len(reply.ends)
 
 
@@ -93,13 +93,14 @@ class _KeptOutputs:
         return _load_timed(self.job.work_dir / f"timed_{index}.kgt", self.job.device, self.output_bytes)
 
 
-def _recheck(job: Job, reference: Reference, placed: PlacedSets, loaded: Any) -> None:
+def _recheck(job: Job, record: Record, reference: Reference, placed: PlacedSets, loaded: Any) -> None:
     """One kept output against the reference on its rep's inputs."""
     set_index, step, rep, outs = _timed_entry(loaded, placed.count)
     with job.timed("recheck:reference"):
         inputs = placed.rep_inputs(set_index, step)
         expected = reference.expected(inputs)
         timing.device_synchronize(job.device)  # the reference's own time, not the comparison's
+    record.oracles_on_host["recheck"] += expected.oracle_on_host(job.device)
     refs = expected.refs
     if any(o is None for o in outs) or len(outs) != len(refs) or any(
             tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype for o, r in zip(outs, refs, strict=True)):
