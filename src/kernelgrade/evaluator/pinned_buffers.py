@@ -27,14 +27,12 @@ from dataclasses import dataclass
 
 import torch
 
-from kernelgrade.evaluator.wire.shared_region import address_of
+from kernelgrade.evaluator.wire.shared_region import address_of, register_pinned, unregister_pinned
 
 # Huge pages: fewer faults and page-table entries for a buffer of gigabytes. Not inherited by a fork: Linux copies
 # private pages pinned for DMA into a forked process at once rather than sharing them copy-on-write, so a run
 # child's start that forked before it exec'd could copy the whole pool, and nothing forked needs it.
 _ADVICE = ("MADV_HUGEPAGE", "MADV_DONTFORK")
-# cudaHostRegisterPortable: pinned for every CUDA context of the process, as judges of several GPUs share one.
-_PORTABLE = 1
 
 
 @dataclass(frozen=True)
@@ -46,15 +44,8 @@ class Registrar:
     unregister: Callable[[int], None]
 
 
-def _cuda_register(address: int, nbytes: int) -> bool:
-    return int(torch.cuda.cudart().cudaHostRegister(address, nbytes, _PORTABLE)) == 0  # type: ignore[no-untyped-call]
-
-
-def _cuda_unregister(address: int) -> None:
-    torch.cuda.cudart().cudaHostUnregister(address)  # type: ignore[no-untyped-call]
-
-
-CUDA = Registrar(_cuda_register, _cuda_unregister)
+# Portable: pinned for every CUDA context of the process, as judges of several GPUs share one (as a shared region).
+CUDA = Registrar(register_pinned, unregister_pinned)
 
 
 @dataclass(frozen=True)

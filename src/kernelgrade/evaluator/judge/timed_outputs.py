@@ -124,9 +124,12 @@ class PlacedSets:
 
     def __init__(self, sets: list[list[Any]], device: torch.device) -> None:
         self.sets, self.device = sets, device
-        self.count = len(sets)
         self._which: dict[int, list[bool]] = {}
         self._placed: tuple[int, list[Any]] | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.sets)
 
     def rep_inputs(self, set_index: int, step: int) -> list[Any]:
         """A re-checked rep's inputs, bit for bit the child's."""

@@ -119,17 +119,25 @@ class SharedRegion:
         self._unmap()
         memory = mmap.mmap(self.fd, size)
         self._memory, self._address = memory, address_of(memory)
-        if self.pin and int(torch.cuda.cudart().cudaHostRegister(  # type: ignore[no-untyped-call]
-                self._address, size, _PORTABLE)) != 0:
+        if self.pin and not register_pinned(self._address, size):
             self.pin = False  # registration refused (a limit on locked memory): copies still work, slower
 
     def _unmap(self) -> None:
         if self._memory is None:
             return
         if self.pin:
-            torch.cuda.cudart().cudaHostUnregister(self._address)  # type: ignore[no-untyped-call]
+            unregister_pinned(self._address)
         self._memory.close()
         self._memory, self._address = None, 0
+
+
+def register_pinned(address: int, nbytes: int) -> bool:
+    """Pins host memory for every CUDA context of the process; False where registration is refused."""
+    return int(torch.cuda.cudart().cudaHostRegister(address, nbytes, _PORTABLE)) == 0  # type: ignore[no-untyped-call]
+
+
+def unregister_pinned(address: int) -> None:
+    torch.cuda.cudart().cudaHostUnregister(address)  # type: ignore[no-untyped-call]
 
 
 def address_of(memory: mmap.mmap) -> int:
