@@ -3,6 +3,7 @@ back by the evaluations after it and by a restarted judge, and never done twice.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import torch
 
 from kernelgrade.evaluator import EvalRequest, SubprocessLauncher, TrialPlan, Warm, prepare
 from kernelgrade.evaluator.device_cache import KEEP_CACHED_BYTES
-from kernelgrade.evaluator.host import trial_store
+from kernelgrade.evaluator.host import reference_cache, trial_store
 from kernelgrade.evaluator.host.reference_cache import References
 from kernelgrade.evaluator.host.run_children import RunChildren
 from kernelgrade.evaluator.host.trial_store import TrialStore
@@ -119,6 +120,36 @@ def test_a_reference_already_known_to_change_when_it_runs_is_not_marked_prepared
     assert not references.reference(BATCH_NORM, CPU, PLAN.seed).stores  # seen changed: rebuilt, storing nothing
     done = prepare(request(tmp_path, BATCH_NORM), judge)
     assert (done.trials, done.finished) == (1, False) and "changes when it runs" in done.note
+
+
+# Its get_inputs() fails where the inputs of the trials drawn before it are still held.
+COUNTS_HELD_INPUTS = ProblemSpec("counts_held_inputs", """
+import weakref
+import torch
+drawn = []
+class Model(torch.nn.Module):
+    def forward(self, a):
+        return a * 2.0
+def get_inputs():
+    held = sum(r() is not None for r in drawn)
+    if held:
+        raise RuntimeError(f"the inputs of {held} earlier trials are held")
+    a = torch.randn(64)
+    drawn.append(weakref.ref(a))
+    return [a]
+def get_init_inputs():
+    return []
+""", device=DeviceKind.CPU, content_hash="counts-held-inputs-v1")
+
+
+def test_preparing_holds_one_trial_s_inputs_at_a_time(judge: Warm, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Those the reference does not keep are let go once counted: a problem's twelve trials of 8 GiB of inputs
+    each took a GPU host's memory when all were held."""
+    monkeypatch.setattr(reference_cache, "KEEP_TRIALS", 0)
+    plain = dataclasses.replace(request(tmp_path, COUNTS_HELD_INPUTS), measure_timing=False)
+    done = prepare(plain, judge)
+    assert (done.trials, done.computed, done.finished, done.note) == (PLAN.public_trials + POOL, 3 + POOL, True, "")
 
 
 # 128 MiB of input; its float64 reference run makes several 256 MiB intermediate tensors, gone by its end.
