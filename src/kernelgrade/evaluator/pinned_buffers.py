@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernelgrade.evaluator.wire.shared_region import address_of, register_pinned, unregister_pinned
+from kernelgrade.evaluator.wire.pinning import address_of, register_pinned, unregister_pinned
 
 # Huge pages: fewer faults and page-table entries for a buffer of gigabytes. Not inherited by a fork: Linux copies
 # private pages pinned for DMA into a forked process at once rather than sharing them copy-on-write, so a run

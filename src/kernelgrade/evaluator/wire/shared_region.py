@@ -22,14 +22,12 @@ own, and judges the outputs against what it computed from those.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import mmap
 import os
 
-import torch
-
 from kernelgrade.evaluator.wire import staging
+from kernelgrade.evaluator.wire.pinning import address_of, register_pinned, unregister_pinned
 
 # A region grows to a whole number of these steps: MiB up to 64 MiB, 64 MiB beyond. Each new size is mapped and
 # registered with CUDA again by both processes (0.04-0.1 s per GiB on an H200), and a problem's outputs vary
@@ -38,8 +36,6 @@ _SMALL_STEP_BYTES = 1024 * 1024
 _STEP_BYTES = 64 * 1024 * 1024
 # Values placed one after another in a region start at multiples of this: a page, where copies run at full speed.
 ALIGN = 4096
-# cudaHostRegisterPortable: pinned for every CUDA context of the process, not only the current device's.
-_PORTABLE = 1
 
 
 class SharedRegion:
@@ -129,25 +125,6 @@ class SharedRegion:
             unregister_pinned(self._address)
         self._memory.close()
         self._memory, self._address = None, 0
-
-
-def register_pinned(address: int, nbytes: int) -> bool:
-    """Pins host memory for every CUDA context of the process; False where registration is refused."""
-    return int(torch.cuda.cudart().cudaHostRegister(address, nbytes, _PORTABLE)) == 0  # type: ignore[no-untyped-call]
-
-
-def unregister_pinned(address: int) -> None:
-    torch.cuda.cudart().cudaHostUnregister(address)  # type: ignore[no-untyped-call]
-
-
-def address_of(memory: mmap.mmap) -> int:
-    """The mapping's address. The ctypes object that reads it is dropped at once: while it lived, the mapping
-    would refuse to close."""
-    first = ctypes.c_char.from_buffer(memory)
-    try:
-        return ctypes.addressof(first)
-    finally:
-        del first
 
 
 def aligned(offset: int) -> int:
