@@ -66,9 +66,6 @@ class _Factory:
     pinned: bool
     requires_grad: bool
 
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * self.dtype.itemsize
-
     def empty(self) -> torch.Tensor:
         """The CPU tensor the call returns, not yet drawn."""
         return torch.empty(self.shape, dtype=self.dtype, pin_memory=self.pinned)
@@ -94,13 +91,14 @@ def _factory(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 
 
 def drawn(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], device: torch.device,
-          generator: torch.Generator) -> torch.Tensor | None:
+          generator: torch.Generator, kept: bool = False) -> torch.Tensor | None:
     """The CPU tensor `func(*args, **kwargs)` asks for, drawn on `device` with `generator` a chunk at a time;
-    None where the call is not one this handles."""
+    None where the call is not one this handles. `kept`: the tensor stays on `device`, the values alike
+    (host/device_inputs.py)."""
     factory = _factory(func, args, kwargs)
     if factory is None:
         return None
-    out = _input_tensor(factory, device)
+    out = torch.empty(factory.shape, dtype=factory.dtype, device=device) if kept else _input_tensor(factory, device)
     flat = out.view(-1)
     for start in range(0, flat.numel(), DEVICE_DRAW_CHUNK):
         count = min(DEVICE_DRAW_CHUNK, flat.numel() - start)
@@ -109,26 +107,32 @@ def drawn(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
 
 
 def _input_tensor(factory: _Factory, device: torch.device) -> torch.Tensor:
-    """The CPU tensor an input draw fills: pinned, where it is drawn on a GPU. An input crosses between host and
-    device several times per trial (drawn, copied for the reference and for the float64 oracle); on an H200 host,
-    0.5 GiB took 0.36 s to come back into pageable memory and 0.08 s to go out again, 0.01 s each way pinned.
-    Up to PINNED_INPUT_MAX_BYTES it comes from torch's caching host allocator: pinning a new block took 0.25 s,
-    once, as the trials after it reuse the blocks the trials before freed (device_cache.release_pinned() hands the
-    unused ones back once many were made). Larger, from a pool of buffers of exact sizes (pinned_buffers.py).
-    Where pinning is refused: pageable memory backed by huge pages."""
-    out = _pinned(factory) if device.type == "cuda" and not factory.pinned else None
+    """The CPU tensor an input draw fills: pinned where it is drawn on a GPU, as the call asked otherwise."""
+    if factory.pinned:
+        return factory.empty()
+    return host_tensor(factory.shape, factory.dtype, device)
+
+
+def host_tensor(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """A CPU tensor for values that come from `device`: pinned where it is a GPU. An input crosses between host
+    and device several times per trial (drawn, copied for the reference and for the float64 oracle); on an H200
+    host, 0.5 GiB took 0.36 s to come back into pageable memory and 0.08 s to go out again, 0.01 s each way
+    pinned. Up to PINNED_INPUT_MAX_BYTES it comes from torch's caching host allocator: pinning a new block took
+    0.25 s, once, as the trials after it reuse the blocks the trials before freed
+    (device_cache.release_pinned() hands the unused ones back once many were made). Larger, from a pool of
+    buffers of exact sizes (pinned_buffers.py). Where pinning is refused: pageable memory backed by huge pages."""
+    out = _pinned(shape, dtype) if device.type == "cuda" else None
     if out is None:
-        out = factory.empty()
-        if not factory.pinned:
-            back_with_huge_pages(out)
+        out = torch.empty(shape, dtype=dtype)
+        back_with_huge_pages(out)
     return out
 
 
-def _pinned(factory: _Factory) -> torch.Tensor | None:
+def _pinned(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor | None:
     try:
-        if factory.nbytes() > PINNED_INPUT_MAX_BYTES:
-            return pinned_buffers.pool().empty(factory.shape, factory.dtype)
-        return device_cache.pinned_empty(factory.shape, factory.dtype)
+        if math.prod(shape) * dtype.itemsize > PINNED_INPUT_MAX_BYTES:
+            return pinned_buffers.pool().empty(shape, dtype)
+        return device_cache.pinned_empty(shape, dtype)
     except (RuntimeError, OSError):  # pinning or mapping refused
         return None
 

@@ -22,6 +22,7 @@ from torch.overrides import TorchFunctionMode
 from kernelgrade.evaluator import device_draws
 from kernelgrade.evaluator.compare import Expected, RoundedOutputs, flatten_outputs
 from kernelgrade.evaluator.device_cache import leave_room
+from kernelgrade.evaluator.host.device_inputs import DeviceInputs
 from kernelgrade.evaluator.host.device_room import ORACLE_SHARE
 from kernelgrade.evaluator.host.environment import device_class
 from kernelgrade.evaluator.host.model_copy import copy_model
@@ -102,6 +103,7 @@ class Reference:
         self.device = device
         self.module = load_problem_module(problem.source, problem.name)
         self._draws = SeededDraws(problem.name)
+        self._device_inputs = DeviceInputs(problem.name, self._draws, device) if device.type == "cuda" else None
         self.init_inputs = self._draws.unseeded(lambda: list(self.module.get_init_inputs()))
         # Seeded as the run child seeds ModelNew's construction, so layers built alike start with equal weights.
         self._weight_seed = weight_seed
@@ -131,8 +133,7 @@ class Reference:
         kept = self._trials.get(seed)
         if kept is not None:
             return self._with_emulations(dataclasses.replace(kept, prepared="kept"))
-        inputs = self.make_inputs(seed)
-        placed = _copies_on(inputs, self.device)
+        inputs, placed = self._inputs_placed(seed)
         # Summed on the judge's device, where it takes microseconds (a quarter second for 128 MB on a CPU core),
         # and before the reference runs on these copies.
         pristine = tuple(fingerprints(placed))
@@ -145,6 +146,15 @@ class Reference:
             self._trials[seed] = dataclasses.replace(trial, expected=bare)
             self.kept += size
         return trial
+
+    def _inputs_placed(self, seed: int) -> tuple[list[Any], list[Any]]:
+        """A trial's inputs, and copies on the device for the reference to run on: made there, where the
+        problem's code allows (host/device_inputs.py), else copied there."""
+        made = self._device_inputs.made(seed, lambda: list(self.module.get_inputs())) if self._device_inputs else None
+        if made is not None:
+            return made
+        inputs = self.make_inputs(seed)
+        return inputs, _copies_on(inputs, self.device)
 
     @property
     def stores(self) -> bool:

@@ -51,24 +51,37 @@ class _PrivateGenerator(TorchFunctionMode):
     """Hands `generator` to the CPU draws that take one and were given none; notes the random calls it could
     not redirect."""
 
-    def __init__(self, seed: int, on: torch.device | None) -> None:
-        """`on`: the GPU that draws large CPU inputs (device_draws.py); None: every draw on the CPU."""
+    def __init__(self, seed: int, on: torch.device | None, kept: bool = False) -> None:
+        """`on`: the GPU that draws large CPU inputs (device_draws.py); None: every draw on the CPU. `kept`: those
+        it draws stay there (host/device_inputs.py), and a draw of `on`'s own takes its generator."""
         super().__init__()
         self.generator = torch.Generator().manual_seed(seed)
         self.on_generator = torch.Generator(device=on).manual_seed(seed) if on is not None else None
+        self.kept = kept and on is not None
         self.missed = False
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = dict(kwargs or {})
         if func in _RANDOM and kwargs.get("generator") is None:
-            if func in _TAKES_GENERATOR and device_draws.draws_on(args, kwargs).type == "cpu":
+            generator = self._generator_for(func, device_draws.draws_on(args, kwargs))
+            if generator is None:
+                self.missed = True
+            elif generator is self.generator:
                 made = self._drawn_on_device(func, args, kwargs)
                 if made is not None:
                     return made
-                kwargs["generator"] = self.generator
-            else:
-                self.missed = True
+            kwargs["generator"] = generator
         return func(*args, **kwargs)
+
+    def _generator_for(self, func: Any, device: torch.device) -> torch.Generator | None:
+        """The private generator a random call on `device` takes; None where it cannot take one."""
+        if func not in _TAKES_GENERATOR:
+            return None
+        if device.type == "cpu":
+            return self.generator
+        if self.kept and self.on_generator is not None and device == self.on_generator.device:
+            return self.on_generator  # a draw from a tensor kept there: `mask.bernoulli_(0.5)`
+        return None
 
     def _drawn_on_device(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
         """The call's tensor drawn on the device of `on_generator`, where there is one and the call is of a form
@@ -77,7 +90,7 @@ class _PrivateGenerator(TorchFunctionMode):
         if self.on_generator is None:
             return None
         try:
-            return device_draws.drawn(func, args, kwargs, self.on_generator.device, self.on_generator)
+            return device_draws.drawn(func, args, kwargs, self.on_generator.device, self.on_generator, self.kept)
         except torch.cuda.OutOfMemoryError:
             raise
         except Exception:
@@ -94,14 +107,15 @@ class SeededDraws:
         self.global_only = False
 
     def run(self, seed: int, draw: Callable[[], T], on: torch.device | None = None,
-            weights_on: torch.device | None = None) -> T:
+            weights_on: torch.device | None = None, kept: bool = False) -> T:
         """draw()'s value with torch seeded with `seed`; the global generators' states are as they were. `on`: the
         device that draws the large CPU tensors of rand, randn and randint (device_draws.py), for inputs only;
-        `weights_on`: the device that draws a constructor's large weights, as the run child's are drawn."""
+        `kept`: they stay there (host/device_inputs.py); `weights_on`: the device that draws a constructor's large
+        weights, as the run child's are drawn."""
         if not self.global_only:
             with _GATE.shared():
                 before = torch.get_rng_state()
-                private = _PrivateGenerator(seed, on)
+                private = _PrivateGenerator(seed, on, kept)
                 # The weights mode is entered last, so it sees a constructor's draws first: those it draws on the
                 # device never reach the private generator.
                 with private, device_draws.weights_drawn(weights_on, seed):
