@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import shutil
 import tempfile
 import threading
 from collections import OrderedDict, deque
@@ -34,6 +33,7 @@ from pathlib import Path
 
 from kernelgrade.evaluator.host.device_lock import DeviceLock
 from kernelgrade.evaluator.host.host_lock import HostLock
+from kernelgrade.evaluator.host.removals import removals
 from kernelgrade.evaluator.host.session import RunSession, StageFailed
 from kernelgrade.evaluator.sandbox.cpus import here, on_cpus, place_tree
 from kernelgrade.evaluator.sandbox.launcher import Launcher
@@ -218,6 +218,9 @@ class RunChildren:
             self._requests.put(None)
         for session in waiting:
             discard(session)
+        # Gone when this returns, with the dirs of the evaluations before (a one-off evaluate() closes its
+        # children last): nothing of a closed judge's is left on disk.
+        removals().wait()
 
     def _pop_live(self, kind: ChildKind) -> RunSession | None:
         """A waiting child that is still alive (one may have been killed meanwhile: the OOM killer, say). A
@@ -305,4 +308,4 @@ class RunChildren:
 
 def discard(session: RunSession) -> None:
     session.close()
-    shutil.rmtree(session.work_dir, ignore_errors=True)
+    removals().remove(session.work_dir)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -16,6 +15,7 @@ from typing import Any
 import torch
 
 from kernelgrade.evaluator.host.reference import Reference
+from kernelgrade.evaluator.host.removals import removals
 from kernelgrade.evaluator.host.warm import Warm
 from kernelgrade.evaluator.judge.progress import Progress, ProgressFn
 from kernelgrade.evaluator.request import EvalRequest, PrecisionKind, PrecisionPolicy, TimingFlags, TimingParams
@@ -129,7 +129,7 @@ class Job:
 
     def cleanup(self) -> None:
         for path in (*self.earlier_dirs, self.work_dir):
-            shutil.rmtree(path, ignore_errors=True)
+            removals().remove(path)
 
 
 def timing_params(request: EvalRequest) -> TimingParams:
