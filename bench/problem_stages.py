@@ -1,7 +1,7 @@
 """Where a warm judge's evaluations of chosen problems spend their device time, part by part.
 
     PYTHONPATH=src:bench python3 bench/problem_stages.py KERNELBENCH_FOLDER [--levels 2] [--problems 12]
-                                                         [--only 2_,17_] [--times 2] [--device cuda]
+                                                         [--only 2_,17_] [--times 2] [--device cuda] [--sample]
 
 Takes the problems as bench/throughput.py --mixed posts them (`--problems` of `--levels`, in its order) or those
 whose names start with one of `--only`. Each problem is prepared as an idle judge prepares it, then its reference
@@ -12,6 +12,10 @@ the evaluation (7 correctness trials give one `correctness:call` figure), how it
 had (computed, stored, kept), its speedup with its 95 % interval, and its findings. The second evaluation of a
 problem is one whose problem a judge has just seen; a stream's second pass sees each problem after many others, so
 its figures lie between the two.
+
+With --sample, each problem's evaluations are followed by where the judge's threads spent its time, by
+function (bench/thread_samples.py: a sampling profile of the judge's side; the run children are processes of their
+own).
 
 Prints numbers; asserts nothing. With --device cpu the problems run on the CPU: a check that it runs. The judge
 takes KERNELGRADE_* variables as a server does (KERNELGRADE_TIMING_PROFILE=fast, say); its data dir is a fresh
@@ -24,6 +28,7 @@ import argparse
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 from kernelgrade.config import Settings
@@ -32,10 +37,12 @@ from kernelgrade.evaluator.judge.pipeline import evaluate
 from kernelgrade.evaluator.judge.prepare import prepare
 from kernelgrade.evaluator.request import EvalRequest
 from kernelgrade.evaluator.result import EvalResult
+from kernelgrade.evaluator.sandbox.launcher import Launcher
 from kernelgrade.evaluator.sandbox.levels import make_launcher
 from kernelgrade.evaluator.speedup_interval import speedup_bounds
 from kernelgrade.worker.grader import GraderSpec
 from kernelgrade.worker.grading_request import RequestBuilder
+from thread_samples import ThreadSamples
 from throughput import kernelbench_problems, problem_spec
 from throughput_corpus import ProblemRef, as_model_new
 from throughput_report import DEVICE_STAGES
@@ -52,15 +59,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         warm = Warm.keeping(launcher, settings.work_root, settings.cache_dir, spares)
         try:
             for problem in chosen(args):
-                request = _request(settings, problem, args.device)
-                started = time.perf_counter()
-                prepared = prepare(request, warm)
-                print(f"== {problem.name}: prepared in {time.perf_counter() - started:.2f} s"
-                      f"{' (' + prepared.note + ')' if prepared.note else ''}", flush=True)
-                for index in range(args.times):
-                    print(described(index, evaluate(request, launcher, warm=warm)), flush=True)
+                with ThreadSamples() if args.sample else nullcontext() as samples:
+                    _prepared_and_evaluated(_request(settings, problem, args.device), launcher, warm, args.times)
+                if samples is not None:
+                    print(f"-- where the judge's threads spent {problem.name}'s time", *samples.report(), sep="\n")
         finally:
             warm.close()
+
+
+def _prepared_and_evaluated(request: EvalRequest, launcher: Launcher, warm: Warm, times: int) -> None:
+    started = time.perf_counter()
+    prepared = prepare(request, warm)
+    print(f"== {request.problem.name}: prepared in {time.perf_counter() - started:.2f} s"
+          f"{' (' + prepared.note + ')' if prepared.note else ''}", flush=True)
+    for index in range(times):
+        print(described(index, evaluate(request, launcher, warm=warm)), flush=True)
 
 
 def chosen(args: argparse.Namespace) -> list[ProblemRef]:
@@ -105,6 +118,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--only", default="", help="instead: the problems whose names start with these (a,b,...)")
     parser.add_argument("--times", type=int, default=2, help="evaluations of each problem, one after another")
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    parser.add_argument("--sample", action="store_true",
+                        help="also print where the judge's threads spent each problem's time (a sampling profile)")
     parser.add_argument("--sandbox", default="auto",
                         help="the run children's sandbox (kernelgrade's levels); none: unsandboxed, for a profiler"
                              " that follows children")

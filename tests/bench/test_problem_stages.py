@@ -21,7 +21,7 @@ def test_a_problem_evaluated_twice_prints_where_its_device_time_went(monkeypatch
     # rep cap, each rep behind a 256 MiB cache flush: 232 s on a 2-core machine under the suite's load.
     monkeypatch.setenv("KERNELGRADE_TIMING_PROFILE", "fast")
     importlib.import_module("problem_stages").main([str(FIXTURES), "--levels", "1", "--only", "1_tiny_relu",
-                                                    "--times", "2", "--device", "cpu"])
+                                                    "--times", "2", "--device", "cpu", "--sample"])
     out = capsys.readouterr().out
     assert re.search(r"^== 1_tiny_relu: prepared in [\d.]+ s$", out, re.MULTILINE), out
     evaluations = re.findall(r"^-- (\d): (\w+), device ([\d.]+) s, trials ([^,\n]*(?:, \d+ \w+)*)"
@@ -31,3 +31,7 @@ def test_a_problem_evaluated_twice_prints_where_its_device_time_went(monkeypatch
         assert float(device) > 0 and float(low) <= float(speedup) <= float(high), out
         assert "correctness:call" in parts and "timing:candidate" in parts, out
         assert "computed" not in trials, out  # prepared: every trial stored, or kept since
+    # --sample: where the judge's threads spent the problem's time, the evaluations' pipeline among it
+    assert "-- where the judge's threads spent 1_tiny_relu's time" in out, out
+    evaluate = r"^ +[\d.]+  MainThread +kernelgrade/evaluator/judge/pipeline.py:evaluate$"
+    assert re.search(evaluate, out, re.MULTILINE), out
