@@ -1,0 +1,137 @@
+"""What moving a large problem's bytes through host memory costs on this host, one way against another: the figures
+behind how inputs, outputs and timing sets cross between a judge, its GPU and its run children.
+
+    PYTHONPATH=src python3 bench/host_transfers.py [--gib 4] [--dir DIR] [--threads 8] [--device cuda]
+
+Prints seconds and GB/s for:
+- a fresh shared region (wire/shared_region.py) given its pages: by fallocate (populate(), which holds the file's
+  lock: one thread), and by touching it through a mapping, from one thread and from --threads threads at once;
+  on a GPU, registering it with CUDA, given its pages and fresh (the registration faults them in);
+- a tensor file written, read back and removed, in --dir (the work root's file system; default: the system's
+  temporary dir) and in /dev/shm where there is one;
+- on a GPU: a device tensor copied into a pinned buffer (pinned_buffers.py) and from there into a registered
+  region, against copied straight into the region; and from the region back to the device.
+Each figure is one run of its act (the first device copy includes none of CUDA's start: the source is made
+before); compare rows of one run, not runs. Prints numbers; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import functools
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import torch
+
+from kernelgrade.evaluator.pinned_buffers import pool
+from kernelgrade.evaluator.wire import tensorfile
+from kernelgrade.evaluator.wire.pinning import register_pinned, unregister_pinned
+from kernelgrade.evaluator.wire.shared_region import SharedRegion
+
+SHM = Path("/dev/shm")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    nbytes = int(args.gib * 1024**3)
+    print(f"# {nbytes / 1024**3:.2f} GiB, {args.threads} threads, device {args.device}")
+    for label, seconds in [*_region_pages(nbytes, args.threads, args.device == "cuda"),
+                           *_files(nbytes, [args.dir, *([SHM] if SHM.is_dir() else [])]),
+                           *(_device_copies(nbytes) if args.device == "cuda" else [])]:
+        print(f"{label:<58} {seconds:8.3f} s {nbytes / max(seconds, 1e-9) / 1e9:8.2f} GB/s")
+
+
+def _region_pages(nbytes: int, threads: int, cuda: bool) -> list[tuple[str, float]]:
+    rows = [("region: pages by fallocate", _timed_region(nbytes, lambda r, _v: r.populate(nbytes)))]
+    rows.append(("region: pages by touching, 1 thread", _timed_region(nbytes, lambda _r, v: _touch(v, 1))))
+    rows.append((f"region: pages by touching, {threads} threads",
+                 _timed_region(nbytes, lambda _r, v: _touch(v, threads))))
+    if cuda:
+        rows.append(("region: registered with CUDA, pages in place",
+                     _timed_region(nbytes, lambda _r, v: _register(v), before=lambda v: _touch(v, threads))))
+        rows.append(("region: registered with CUDA, fresh", _timed_region(nbytes, lambda _r, v: _register(v))))
+    return rows
+
+
+def _timed_region(nbytes: int, act: Callable[[SharedRegion, torch.Tensor], None],
+                  before: Callable[[torch.Tensor], None] = lambda _v: None) -> float:
+    """Seconds `act` takes on a fresh, mapped region of `nbytes` (its view as a uint8 tensor)."""
+    region = SharedRegion.create(pin=False)
+    try:
+        view = torch.frombuffer(region.reserve(nbytes), dtype=torch.uint8)
+        before(view)
+        return _seconds(lambda: act(region, view))
+    finally:
+        region.close()
+
+
+def _touch(view: torch.Tensor, threads: int) -> None:
+    """Writes a zero into every page, `threads` slices at once (ctypes releases the GIL in memset)."""
+    step = -(-view.numel() // threads)
+    slices = [(view.data_ptr() + start, min(step, view.numel() - start)) for start in range(0, view.numel(), step)]
+    with ThreadPoolExecutor(threads) as executor:
+        list(executor.map(lambda s: ctypes.memset(s[0], 0, s[1]), slices))
+
+
+def _register(view: torch.Tensor) -> None:
+    if register_pinned(view.data_ptr(), view.numel()):
+        unregister_pinned(view.data_ptr())
+
+
+def _files(nbytes: int, folders: list[Path]) -> list[tuple[str, float]]:
+    values = [torch.ones(nbytes, dtype=torch.uint8)]
+    rows = []
+    for folder in folders:
+        path = Path(tempfile.mkdtemp(prefix="host-transfers-", dir=folder)) / "timing_0.kgt"
+        rows.append((f"file in {folder}: written", _seconds(functools.partial(tensorfile.save, path, values))))
+        rows.append((f"file in {folder}: read", _seconds(functools.partial(tensorfile.load, path))))
+        rows.append((f"file in {folder}: removed", _seconds(functools.partial(shutil.rmtree, path.parent))))
+    return rows
+
+
+def _device_copies(nbytes: int) -> list[tuple[str, float]]:
+    source = torch.ones(nbytes, dtype=torch.uint8, device="cuda")
+    pinned = pool().empty((nbytes,), torch.uint8)
+    assert pinned is not None, "pinning refused: no pinned buffer to copy through"
+    region = SharedRegion.create(pin=True)
+    try:
+        view = torch.frombuffer(region.reserve(nbytes), dtype=torch.uint8)  # mapped and registered, as the judge's
+        return [("device -> pinned buffer", _synced(lambda: pinned.copy_(source))),
+                ("pinned buffer -> region (a host copy)", _synced(lambda: view.copy_(pinned))),
+                ("device -> region", _synced(lambda: view.copy_(source))),
+                ("region -> device", _synced(lambda: source.copy_(view)))]
+    finally:
+        region.close()
+
+
+def _synced(act: Callable[[], object]) -> float:
+    def synced() -> None:
+        act()
+        torch.cuda.synchronize()
+    return _seconds(synced)
+
+
+def _seconds(act: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    act()
+    return time.perf_counter() - started
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gib", type=float, default=4.0, help="bytes moved in each figure, in GiB")
+    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()),
+                        help="where the tensor file goes: the work root's file system")
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    return parser
+
+
+if __name__ == "__main__":
+    main()
