@@ -15,8 +15,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-# Evaluations' dirs waiting for removal at most, per process: a few GPUs' judges' last evaluations.
-PENDING_MOST = 4
+# Dirs waiting for removal at most, per process: an evaluation hands over two or three (its own, its run child's,
+# a reference child's), so this is a few evaluations' worth.
+PENDING_MOST = 8
 
 
 class Removals:
