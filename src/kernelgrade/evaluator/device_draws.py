@@ -8,7 +8,8 @@ candidate's run child). A GPU's counter-based generator draws the same distribut
 
 Inputs: `torch.rand`, `torch.randn` and `torch.randint` calls for at least DEVICE_DRAW_MIN elements are drawn on
 the judge's device, a chunk at a time (so the device holds one chunk more, not the tensor), and copied into the CPU
-tensor get_inputs() gets, in pinned memory: its code sees what it always saw.
+tensor get_inputs() gets, in pinned memory: its code sees what it always saw. A trial's are left on the device
+instead, alike, for get_inputs() to go on with there (`kept`, host/device_inputs.py).
 
 Weights: while a model is constructed under `weights_drawn()`, a call of torch.nn.init's (where a layer's own init
 ends) or a tensor's own `uniform_` or `normal_` that draws a contiguous CPU tensor of at least DEVICE_DRAW_MIN
