@@ -9,8 +9,10 @@ Prints seconds and GB/s for:
   on a GPU, registering it with CUDA, given its pages and fresh (the registration faults them in);
 - a tensor file written, read back and removed, in --dir (the work root's file system; default: the system's
   temporary dir) and in /dev/shm where there is one;
-- on a GPU: a device tensor copied into a pinned buffer (pinned_buffers.py) and from there into a registered
-  region, against copied straight into the region; and from the region back to the device.
+- on a GPU: a pinned buffer made as the pool makes one (pinned_buffers.py), registered fresh and with --threads
+  threads touching its pages first;
+- on a GPU: a device tensor copied into a pinned buffer and from there into a registered region, against copied
+  straight into the region; and from the region back to the device.
 Each figure is one run of its act (the first device copy includes none of CUDA's start: the source is made
 before); compare rows of one run, not runs. Prints numbers; asserts nothing.
 """
@@ -18,18 +20,16 @@ before); compare rows of one run, not runs. Prints numbers; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import functools
 import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
 
-from kernelgrade.evaluator.pinned_buffers import pool
+from kernelgrade.evaluator.pinned_buffers import PinnedBuffers, pool, touched
 from kernelgrade.evaluator.wire import tensorfile
 from kernelgrade.evaluator.wire.pinning import register_pinned, unregister_pinned
 from kernelgrade.evaluator.wire.shared_region import SharedRegion
@@ -43,6 +43,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"# {nbytes / 1024**3:.2f} GiB, {args.threads} threads, device {args.device}")
     for label, seconds in [*_region_pages(nbytes, args.threads, args.device == "cuda"),
                            *_files(nbytes, [args.dir, *([SHM] if SHM.is_dir() else [])]),
+                           *(_pinned_buffers(nbytes, args.threads) if args.device == "cuda" else []),
                            *(_device_copies(nbytes) if args.device == "cuda" else [])]:
         print(f"{label:<58} {seconds:8.3f} s {nbytes / max(seconds, 1e-9) / 1e9:8.2f} GB/s")
 
@@ -72,11 +73,7 @@ def _timed_region(nbytes: int, act: Callable[[SharedRegion, torch.Tensor], None]
 
 
 def _touch(view: torch.Tensor, threads: int) -> None:
-    """Writes a zero into every page, `threads` slices at once (ctypes releases the GIL in memset)."""
-    step = -(-view.numel() // threads)
-    slices = [(view.data_ptr() + start, min(step, view.numel() - start)) for start in range(0, view.numel(), step)]
-    with ThreadPoolExecutor(threads) as executor:
-        list(executor.map(lambda s: ctypes.memset(s[0], 0, s[1]), slices))
+    touched(view.data_ptr(), view.numel(), threads)
 
 
 def _register(view: torch.Tensor) -> None:
@@ -92,6 +89,18 @@ def _files(nbytes: int, folders: list[Path]) -> list[tuple[str, float]]:
         rows.append((f"file in {folder}: written", _seconds(functools.partial(tensorfile.save, path, values))))
         rows.append((f"file in {folder}: read", _seconds(functools.partial(tensorfile.load, path))))
         rows.append((f"file in {folder}: removed", _seconds(functools.partial(shutil.rmtree, path.parent))))
+    return rows
+
+
+def _pinned_buffers(nbytes: int, threads: int) -> list[tuple[str, float]]:
+    """A pool buffer made (mapped, advised, registered) as the pool makes one, its pages faulted in by the
+    registration, and with `threads` threads touching them first."""
+    rows = []
+    for label, touch_threads in (("registered fresh", 0), (f"touched by {threads} threads, then registered", threads)):
+        buffers = PinnedBuffers(keep_bytes=0, touch_threads=touch_threads)
+        seconds = _seconds(lambda: buffers.empty((nbytes,), torch.uint8))  # noqa: B023 (called at once)
+        buffers.trim()
+        rows.append((f"pinned buffer: {label}", seconds))
     return rows
 
 

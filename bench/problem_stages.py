@@ -32,10 +32,11 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from kernelgrade.config import Settings
+from kernelgrade.evaluator import pinned_buffers
 from kernelgrade.evaluator.host.warm import Warm
 from kernelgrade.evaluator.judge.pipeline import evaluate
 from kernelgrade.evaluator.judge.prepare import prepare
-from kernelgrade.evaluator.request import EvalRequest
+from kernelgrade.evaluator.request import DeviceKind, EvalRequest
 from kernelgrade.evaluator.result import EvalResult
 from kernelgrade.evaluator.sandbox.launcher import Launcher
 from kernelgrade.evaluator.sandbox.levels import make_launcher
@@ -46,6 +47,8 @@ from thread_samples import ThreadSamples
 from throughput import kernelbench_problems, problem_spec
 from throughput_corpus import ProblemRef, as_model_new
 from throughput_report import DEVICE_STAGES
+
+GiB = 1024**3
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -69,11 +72,34 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _prepared_and_evaluated(request: EvalRequest, launcher: Launcher, warm: Warm, times: int) -> None:
     started = time.perf_counter()
+    pinned = PinnedUse.start() if request.problem.device is DeviceKind.CUDA else None
     prepared = prepare(request, warm)
     print(f"== {request.problem.name}: prepared in {time.perf_counter() - started:.2f} s"
-          f"{' (' + prepared.note + ')' if prepared.note else ''}", flush=True)
+          f"{' (' + prepared.note + ')' if prepared.note else ''}{pinned.line() if pinned else ''}", flush=True)
     for index in range(times):
-        print(described(index, evaluate(request, launcher, warm=warm)), flush=True)
+        pinned = PinnedUse.start() if pinned else None
+        result = evaluate(request, launcher, warm=warm)
+        print(described(index, result) + (pinned.line() if pinned else ""), flush=True)
+
+
+class PinnedUse:
+    """The pinned buffer pool's work during one act (pinned_buffers.py): buffers made (each mapped and registered
+    with CUDA, on the judge's path where a trial waits for it) and the most lent at once."""
+
+    def __init__(self, made: int, made_bytes: int) -> None:
+        self.made, self.made_bytes = made, made_bytes
+
+    @classmethod
+    def start(cls) -> PinnedUse:
+        pool = pinned_buffers.pool()
+        pool.reset_peak()
+        return cls(pool.made, pool.made_bytes)
+
+    def line(self) -> str:
+        pool = pinned_buffers.pool()
+        made = (pool.made_bytes - self.made_bytes) / GiB
+        return (f"\n   pinned buffers: {pool.made - self.made} made ({made:.1f} GiB), at most"
+                f" {pool.peak_lent_bytes / GiB:.1f} GiB lent at once, {pool.free_bytes() / GiB:.1f} GiB free")
 
 
 def chosen(args: argparse.Namespace) -> list[ProblemRef]:

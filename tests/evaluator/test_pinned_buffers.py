@@ -4,6 +4,7 @@ in for cudaHostRegister; the GPU test draws through a real one."""
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
 from pathlib import Path
@@ -52,6 +53,43 @@ def test_a_buffer_comes_back_when_its_last_view_is_gone_and_is_taken_again() -> 
     assert again is not None and again.data_ptr() == address and pool.made == 1
     other = pool.empty((1024, 1024), torch.uint8)  # another size: a buffer of its own
     assert other is not None and other.data_ptr() != address and pool.made == 2
+
+
+def test_the_pool_counts_what_it_made_and_the_most_it_lent_at_once() -> None:
+    pool = PinnedBuffers(keep_bytes=64 * MiB, registrar=Recorder().registrar())
+    first = pool.empty((MiB,), torch.uint8)
+    second = pool.empty((2 * MiB,), torch.uint8)
+    assert (pool.made, pool.made_bytes, pool.lent_bytes, pool.peak_lent_bytes) == (2, 3 * MiB, 3 * MiB, 3 * MiB)
+    del first, second
+    pool.reset_peak()
+    assert (pool.lent_bytes, pool.peak_lent_bytes) == (0, 0)
+    again = pool.empty((MiB,), torch.uint8)
+    assert (pool.made, pool.lent_bytes, pool.peak_lent_bytes) == (2, MiB, MiB)
+    del again
+
+
+@pytest.mark.parametrize("threads", [0, 3])
+def test_a_new_buffer_s_pages_are_in_place_before_it_is_registered_where_threads_touch_them(threads: int) -> None:
+    resident_at_registration: list[int] = []
+
+    def register(address: int, nbytes: int) -> bool:
+        resident_at_registration.append(_resident_bytes(address, nbytes))
+        return True
+
+    pool = PinnedBuffers(keep_bytes=0, registrar=Registrar(register, lambda _address: None), touch_threads=threads)
+    tensor = pool.empty((8 * MiB + 4096,), torch.uint8)
+    assert tensor is not None and int(tensor.sum()) == 0
+    assert resident_at_registration == [8 * MiB + 4096 if threads else 0]
+
+
+def _resident_bytes(address: int, nbytes: int) -> int:
+    """How many of the pages at `address` are in memory (mincore(2))."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    pages = -(-nbytes // page)
+    vector = (ctypes.c_ubyte * pages)()
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.mincore(ctypes.c_void_p(address), ctypes.c_size_t(nbytes), vector) == 0, ctypes.get_errno()
+    return min(nbytes, sum(flag & 1 for flag in vector) * page)
 
 
 def test_trim_unpins_the_least_recently_freed_past_the_budget() -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
 from kernelgrade.evaluator.host.removals import Removals
+from kernelgrade.evaluator.wire.shared_region import SharedRegion
 
 
 def a_dir(root: Path, name: str) -> Path:
@@ -38,3 +40,29 @@ def test_a_judge_handing_over_more_than_may_wait_waits_for_the_oldest(tmp_path: 
     assert not second.is_alive()
     removals.wait()
     assert not (tmp_path / "first").exists() and not (tmp_path / "second").exists()
+
+
+def test_a_region_handed_over_is_closed_once_waited_for_and_counts_as_waiting() -> None:
+    region = SharedRegion.create(pin=False)
+    region.reserve(1 << 20).release()
+    removals = Removals(pending_most=1)
+    held = threading.Event()
+    removals._pool.submit(held.wait)
+    removals.close(region)
+    assert _is_region(region.fd)  # not yet: the thread is busy
+    later = threading.Thread(target=removals.remove, args=(Path("/nonexistent/kernelgrade-test"),))
+    later.start()
+    later.join(timeout=0.5)
+    assert later.is_alive()  # the region takes the one slot
+    held.set()
+    later.join(timeout=10)
+    removals.wait()
+    assert not _is_region(region.fd)
+
+
+def _is_region(fd: int) -> bool:
+    """Whether `fd` is open on a region (its number may name another file once closed)."""
+    try:
+        return "kernelgrade-outputs" in os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return False

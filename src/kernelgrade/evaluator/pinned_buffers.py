@@ -17,12 +17,14 @@ budget are unregistered and unmapped, the least recently freed first (`trim`).
 
 from __future__ import annotations
 
+import ctypes
 import math
 import mmap
 import os
 import threading
 import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import torch
@@ -47,6 +49,13 @@ class Registrar:
 # Portable: pinned for every CUDA context of the process, as judges of several GPUs share one (as a shared region).
 CUDA = Registrar(register_pinned, unregister_pinned)
 
+# Threads that put a new buffer's pages in place before it is registered. cudaHostRegister faults a fresh mapping
+# in from the one calling thread; on an H200 host a fresh 6 GiB shared mapping registered in 3.0 s, and in 2.1 s
+# when 8 threads had touched its pages first (1.3 s) and it was registered in place (0.8 s). Each thread takes
+# its pages' faults one at a time, so that the judge's other threads can still map memory meanwhile (a populate
+# call would hold the process's memory map for the whole slice).
+TOUCH_THREADS = 8
+
 
 @dataclass(frozen=True)
 class _Buffer:
@@ -62,12 +71,17 @@ class PinnedBuffers:
     """The pool. Safe to use from several threads: a buffer may come back in whichever thread drops its last view,
     and a garbage collection may do that while this thread holds the lock (hence a reentrant one)."""
 
-    def __init__(self, keep_bytes: int, registrar: Registrar = CUDA) -> None:
+    def __init__(self, keep_bytes: int, registrar: Registrar = CUDA, touch_threads: int = TOUCH_THREADS) -> None:
+        """`touch_threads`: threads that touch a new buffer's pages before it is registered (0: none)."""
         self.keep_bytes = keep_bytes
         self._registrar = registrar
+        self._touch_threads = touch_threads
         self._lock = threading.RLock()
         self._free: list[_Buffer] = []  # least recently freed first
         self.made = 0  # buffers mapped and registered so far
+        self.made_bytes = 0
+        self.lent_bytes = 0  # in buffers handed out and not yet back
+        self.peak_lent_bytes = 0  # the most lent at once since reset_peak()
 
     def empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor | None:
         """A CPU tensor of `shape` and `dtype` in a pinned buffer of exactly its size, free or new; None where
@@ -76,9 +90,16 @@ class PinnedBuffers:
         buffer = self._take(nbytes) or self._made(nbytes)
         if buffer is None:
             return None
+        with self._lock:
+            self.lent_bytes += nbytes
+            self.peak_lent_bytes = max(self.peak_lent_bytes, self.lent_bytes)
         view = memoryview(buffer.memory)
         weakref.finalize(view, self._give_back, buffer)
         return torch.frombuffer(view, dtype=torch.uint8).view(dtype).view(shape)
+
+    def reset_peak(self) -> None:
+        with self._lock:
+            self.peak_lent_bytes = self.lent_bytes
 
     def free_bytes(self) -> int:
         with self._lock:
@@ -104,20 +125,35 @@ class PinnedBuffers:
             if advice is not None:
                 memory.madvise(advice)
         buffer = _Buffer(memory, address_of(memory))
+        if self._touch_threads:
+            touched(buffer.address, nbytes, self._touch_threads)
         if not self._registrar.register(buffer.address, nbytes):
             memory.close()
             return None
         with self._lock:
             self.made += 1
+            self.made_bytes += nbytes
         return buffer
 
     def _give_back(self, buffer: _Buffer) -> None:
         with self._lock:
             self._free.append(buffer)
+            self.lent_bytes -= buffer.nbytes
 
     def _unmade(self, buffer: _Buffer) -> None:
         self._registrar.unregister(buffer.address)
         buffer.memory.close()
+
+
+def touched(address: int, nbytes: int, threads: int) -> None:
+    """Writes zeros over `nbytes` at `address`, `threads` slices at once: a fresh mapping's pages put in place
+    (ctypes releases the GIL in memset)."""
+    if nbytes <= 0:
+        return
+    step = -(-nbytes // max(1, threads))
+    slices = [(address + start, min(step, nbytes - start)) for start in range(0, nbytes, step)]
+    with ThreadPoolExecutor(len(slices), thread_name_prefix="pinned-touch") as executor:
+        list(executor.map(lambda piece: ctypes.memset(piece[0], 0, piece[1]), slices))
 
 
 def keep_bytes_for(host_bytes: int, devices: int) -> int:

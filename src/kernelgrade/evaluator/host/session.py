@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kernelgrade.evaluator.host.hold_watch import watch
+from kernelgrade.evaluator.host.removals import removals
 from kernelgrade.evaluator.integrity.proctree import tree_waited_ns
 from kernelgrade.evaluator.request import TimingParams
 from kernelgrade.evaluator.result import Failure, Stage
@@ -101,7 +102,8 @@ class RunSession:
 
     def close(self) -> None:
         self.child.kill()
-        self.region.close()
+        # The child is gone, and with it the only other mapping: the region is closed off the judge's path.
+        removals().close(self.region)
         if self.hold_page is not None:
             # The page's file goes with its child: a later child of the same work dir (the compiled baseline's,
             # after the candidate's) is given a page of its own, made afresh.
