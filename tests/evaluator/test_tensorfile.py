@@ -157,6 +157,30 @@ def test_parts_larger_in_all_than_the_reader_expects_are_refused_before_reading(
         tensorfile.load(path, max_bytes=8 + 4096 + 4000)
 
 
+@pytest.mark.parametrize("workers", [1, 3])
+def test_staged_reads_land_each_piece_in_its_place_across_parts(tmp_path: Path, workers: int,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A staged tensor's pieces are read from their places in the file by several threads at once
+    (staging.read_to_device; on the CPU straight into the tensor), through parts that cut pieces, and the values
+    after it are read from where it ends. A GPU is what stages in production; the reads are the same here."""
+    monkeypatch.setattr(tensorfile, "_staged", lambda _device, nbytes: nbytes > 1000)
+    monkeypatch.setattr(tensorfile.staging, "STAGE_BYTES", 4096 + 24)
+    monkeypatch.setattr(tensorfile.staging, "READ_WORKERS", workers)
+    big = torch.randn(300, 97) * 100
+    values = [big, big.t(), torch.arange(7), "note", big[:5].to(torch.int64)]
+    path = tmp_path / "out.kgt"
+    tensorfile.save(path, values, part_bytes=50_000)
+    assert path.with_name("out.kgt.part2").exists()
+    loaded = tensorfile.load(path, torch.device("cpu"))
+    for got, want in zip([*loaded[:3], loaded[4]], [*values[:3], values[4]], strict=True):
+        assert torch.equal(got, want)
+    assert loaded[3] == "note"
+    last = sorted(tmp_path.iterdir())[-1]
+    os.truncate(last, last.stat().st_size - 1)
+    with pytest.raises(tensorfile.TensorFileError):
+        tensorfile.load(path, torch.device("cpu"))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool])
 def test_large_gpu_tensors_cross_a_piece_at_a_time_across_parts(tmp_path: Path, dtype: torch.dtype,

@@ -1,5 +1,6 @@
-"""Large GPU tensors to and from a tensor file through two small pinned buffers in turn: while one buffer's
-bytes are written to the file (or read from it), the other is being copied from the device (or to it).
+"""Large GPU tensors to and from a tensor file through small pinned buffers. Written: two buffers in turn, while
+one buffer's bytes are written to the file the other is being copied from the device. Read: READ_WORKERS pieces at
+once, each read from its place in the file into a buffer of its own and copied from there to the device.
 
 Moved whole instead, a tensor past tensorfile.PINNED_MAX_BYTES crossed through pageable host memory of its own
 size: a page fault per 4 KiB on first touch and a copy at pageable speed, after which the file was written
@@ -11,13 +12,20 @@ re-checked timed output.
 from __future__ import annotations
 
 import ctypes
+import os
+import queue
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-# Each of the two buffers: large enough that a copy's launch costs nothing next to it, small enough that the
+# Each buffer: large enough that a copy's launch costs nothing next to it, small enough that the
 # pinned memory a judge or child keeps cached for them stays small.
 STAGE_BYTES = 64 * 1024 * 1024
+# Pieces read at once. A read from the page cache runs at one core's copy speed: on an H200 host, a run child's
+# warm-up that read KernelBench softmax's 6 GiB timing sets from one thread took 2.7-4.2 s. At most as many as the
+# process may run on (a run child is placed on its job's cores).
+READ_WORKERS = 4
 
 
 def byte_view(address: int, size: int) -> memoryview:
@@ -61,21 +69,34 @@ def device_chunks(tensor: torch.Tensor) -> Iterator[memoryview]:
 
 
 def read_to_device(shape: list[int], dtype: torch.dtype, device: torch.device,
-                   readinto: Callable[[memoryview], int]) -> torch.Tensor | None:
-    """A tensor of `shape` and `dtype` on `device`, its bytes read with `readinto` (which fills what it can of a
-    view and says how much); None where the file ended first."""
+                   read_at: Callable[[memoryview, int], int], start: int) -> torch.Tensor | None:
+    """A tensor of `shape` and `dtype` on `device`, its bytes read from position `start` on with `read_at` (which
+    fills what it can of a view from a position and says how much; called from READ_WORKERS threads at once); None
+    where the file ended first. On the CPU the pieces are read straight into the tensor."""
     tensor = torch.empty(shape, dtype=dtype, device=device)
     flat, spans = flat_bytes(tensor), _spans(tensor.numel() * tensor.element_size())
     if not spans:
         return tensor
-    stream = torch.cuda.current_stream(device)
-    buffers, copied = _buffers(spans[0][1]), [torch.cuda.Event() for _ in range(2)]  # type: ignore[no-untyped-call]
-    for k, (offset, size) in enumerate(spans):
-        if k >= 2:
-            copied[k % 2].synchronize()  # its copy to the device from two pieces ago has ended
-        if readinto(byte_view(buffers[k % 2].data_ptr(), size)) != size:
-            return None
-        flat[offset:offset + size].copy_(buffers[k % 2][:size], non_blocking=True)
-        copied[k % 2].record(stream)
-    stream.synchronize()  # ready when returned, as a copy from the host made whole would be
-    return tensor
+    workers = max(1, min(READ_WORKERS, len(spans), len(os.sched_getaffinity(0))))
+    free: queue.SimpleQueue[torch.Tensor] = queue.SimpleQueue()
+    for _ in range(workers):
+        free.put(torch.empty(spans[0][1], dtype=torch.uint8, pin_memory=device.type == "cuda"))
+
+    def piece(span: tuple[int, int]) -> bool:
+        offset, size = span
+        if device.type != "cuda":
+            return read_at(byte_view(flat.data_ptr() + offset, size), start + offset) == size
+        buffer = free.get()
+        try:
+            if read_at(byte_view(buffer.data_ptr(), size), start + offset) != size:
+                return False
+            flat[offset:offset + size].copy_(buffer[:size], non_blocking=True)
+            copied = torch.cuda.Event()  # type: ignore[no-untyped-call]
+            copied.record(torch.cuda.current_stream(device))
+            copied.synchronize()  # before the buffer is read into again; ready when returned, as a whole copy is
+        finally:
+            free.put(buffer)
+        return True
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="staging-read") as pool:
+        return tensor if all(list(pool.map(piece, spans))) else None

@@ -17,6 +17,7 @@ import os
 import resource
 import stat
 import struct
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from io import BufferedReader
 from pathlib import Path
@@ -291,12 +292,56 @@ class _PartReader:
         self.total = sum(self.sizes)
         self.index = 0
         self.f: BufferedReader = _open_regular(path)
+        self._at: dict[int, BufferedReader] = {}  # each part opened again for read_at
+        self._opening = threading.Lock()
 
     def __enter__(self) -> _PartReader:
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self.f.close()
+        for f in self._at.values():
+            f.close()
+
+    def position(self) -> int:
+        """Where the stream stands: the bytes read (or skipped) so far, over all parts."""
+        return sum(self.sizes[:self.index]) + self.f.tell()
+
+    def skip(self, nbytes: int) -> None:
+        """Moves the stream on by `nbytes` (ones read_at read meanwhile)."""
+        target = self.position() + nbytes
+        while self.index + 1 < len(self.sizes) and target >= sum(self.sizes[:self.index + 1]):
+            self._next_part()
+        self.f.seek(target - sum(self.sizes[:self.index]))
+
+    def read_at(self, buffer: memoryview, position: int) -> int:
+        """Fill what it can of `buffer` from `position` of the stream on, across parts; fewer bytes only where
+        the parts end. Safe from several threads at once, and leaves the stream where it stands."""
+        done = 0
+        while done < len(buffer):
+            index, offset = self._part_at(position + done)
+            if index is None:
+                break
+            wanted = min(len(buffer) - done, self.sizes[index] - offset)
+            got = os.preadv(self._opened(index).fileno(), [buffer[done:done + wanted]], offset)
+            if got <= 0:
+                break
+            done += got
+        return done
+
+    def _part_at(self, position: int) -> tuple[int | None, int]:
+        """The part holding byte `position` of the stream, by the sizes taken at the start, and where in it."""
+        for index, size in enumerate(self.sizes):
+            if position < size:
+                return index, position
+            position -= size
+        return None, 0
+
+    def _opened(self, index: int) -> BufferedReader:
+        with self._opening:
+            if index not in self._at:
+                self._at[index] = _open_regular(part_path(self.path, index))
+            return self._at[index]
 
     def read(self, size: int) -> bytes:
         data = bytearray(size)
@@ -403,9 +448,10 @@ class _Reader:
             raise TensorFileError("tensor size does not match its header")
         self.remaining -= nbytes
         if device is not None and _staged(device, nbytes):
-            staged = staging.read_to_device(shape, dtype, device, self.f.readinto)
+            staged = staging.read_to_device(shape, dtype, device, self.f.read_at, self.f.position())
             if staged is None:
                 raise TensorFileError("file too short")
+            self.f.skip(nbytes)
             return staged
         tensor = torch.empty(shape, dtype=dtype, pin_memory=_through_pinned(device, nbytes))
         for chunk in _chunks(tensor):
