@@ -9,9 +9,10 @@ renamed ModelNew is evaluated `--times` times by one judge that keeps its childr
 between evaluations, as a server's judge does. Prints each evaluation's verdict, its device seconds (the stages
 a run child holds the device for, as throughput.py counts them) and the seconds of every stage part summed over
 the evaluation (7 correctness trials give one `correctness:call` figure), how its trials' expected outputs were
-had (computed, stored, kept), its speedup with its 95 % interval, and its findings. The second evaluation of a
-problem is one whose problem a judge has just seen; a stream's second pass sees each problem after many others, so
-its figures lie between the two.
+had (computed, stored, kept), its speedup with its 95 % interval, and its findings; on a GPU also the pinned
+buffers (pinned_buffers.py) made during it, each mapped and registered with CUDA, and the most lent at once.
+The second evaluation of a problem is one whose problem a judge has just seen; a stream's second pass sees each
+problem after many others, so its figures lie between the two.
 
 With --sample, each problem's evaluations are followed by where the judge's threads spent its time, by
 function (bench/thread_samples.py: a sampling profile of the judge's side; the run children are processes of their
