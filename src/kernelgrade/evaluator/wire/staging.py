@@ -25,7 +25,8 @@ STAGE_BYTES = 64 * 1024 * 1024
 # Pieces read at once. A read from the page cache runs at one core's copy speed, and a run child's warm-up reads
 # every timing set: on an H200 host, KernelBench softmax's warm-ups (6 GiB sets) took 2.7-4.2 s reading from one
 # thread, and in a mixed stream of 14 KernelBench problems the warm-ups took 31.2 s in all from one thread, 12.8 s
-# from four (before and after the change, in one run). At most as many as the process may run on (a run child is placed on its job's cores).
+# from four (before and after the change, in one run). At most as many as the process may run on (a run child is
+# placed on its job's cores).
 READ_WORKERS = 4
 
 
