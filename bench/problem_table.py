@@ -113,7 +113,8 @@ def time_problem(problem: Problem, device: torch.device, params: TimingParams,
     if launcher is None:
         return row
     reference = Reference(problem.spec(), device, SEED)
-    with tempfile.TemporaryDirectory(prefix="problem-table-") as work:
+    # The baseline's own dir inside goes in the judge's remover thread, perhaps as this one goes.
+    with tempfile.TemporaryDirectory(prefix="problem-table-", ignore_cleanup_errors=True) as work:
         baseline = compiled_baseline.measure_problem(reference, launcher, Path(work), params, Limits(),
                                                      BaselinePlan(measure=True), SEED)
     del reference

@@ -13,7 +13,6 @@ under the problem's precision policy; a compiled reference that computes somethi
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass, replace
@@ -24,6 +23,7 @@ from kernelgrade.evaluator import timing
 from kernelgrade.evaluator.compare import check_structure, compare_values
 from kernelgrade.evaluator.host import environment
 from kernelgrade.evaluator.host.reference import Reference, derive_seed, save_timing_sets
+from kernelgrade.evaluator.host.removals import removals
 from kernelgrade.evaluator.host.session import RunSession, StageFailed
 from kernelgrade.evaluator.request import BaselinePlan, Limits, TimingParams
 from kernelgrade.evaluator.result import BaselineStatus, CompiledBaseline, TimingMethod, TimingStats
@@ -176,7 +176,7 @@ def measure_problem(reference: Reference, launcher: Launcher, work_root: Path, p
                           extra_env)
         return measure(job, launcher)
     finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
+        removals().remove(work_dir)  # its timing sets: gigabytes for the largest problems, removed off the judge's time
 
 
 def speedup_against(baseline: CompiledBaseline | None, candidate: TimingStats | None) -> float | None:
