@@ -8,7 +8,8 @@ Prints seconds and GB/s for:
   lock: one thread), and by touching it through a mapping, from one thread and from --threads threads at once;
   on a GPU, registering it with CUDA, given its pages and fresh (the registration faults them in);
 - a tensor file written, read back and removed, in --dir (the work root's file system; default: the system's
-  temporary dir) and in /dev/shm where there is one;
+  temporary dir) and in /dev/shm where there is one; and written as parts of at most 1 GiB, several at once (as the
+  judge writes its timing sets);
 - on a GPU: a pinned buffer made as the pool makes one (pinned_buffers.py), registered fresh and with --threads
   threads touching its pages first;
 - on a GPU: a device tensor copied into a pinned buffer and from there into a registered region, against copied
@@ -83,11 +84,15 @@ def _register(view: torch.Tensor) -> None:
 
 def _files(nbytes: int, folders: list[Path]) -> list[tuple[str, float]]:
     values = [torch.ones(nbytes, dtype=torch.uint8)]
+    workers = tensorfile.WRITE_WORKERS
     rows = []
     for folder in folders:
         path = Path(tempfile.mkdtemp(prefix="host-transfers-", dir=folder)) / "timing_0.kgt"
         rows.append((f"file in {folder}: written", _seconds(functools.partial(tensorfile.save, path, values))))
         rows.append((f"file in {folder}: read", _seconds(functools.partial(tensorfile.load, path))))
+        tensorfile.remove(path)
+        rows.append((f"file in {folder}: written as parts, {workers} at once",
+                     _seconds(functools.partial(tensorfile.save, path, values, workers=workers))))
         rows.append((f"file in {folder}: removed", _seconds(functools.partial(shutil.rmtree, path.parent))))
     return rows
 

@@ -20,6 +20,6 @@ def test_each_way_is_measured_and_printed(monkeypatch: pytest.MonkeyPatch, capsy
     rows = dict(re.findall(r"^(\S.*?) +([\d.]+) s +[\d.]+ GB/s$", capsys.readouterr().out, re.MULTILINE))
     assert {"region: pages by fallocate", "region: pages by touching, 1 thread",
             "region: pages by touching, 2 threads", f"file in {tmp_path}: written", f"file in {tmp_path}: read",
-            f"file in {tmp_path}: removed"} <= set(rows), rows
+            f"file in {tmp_path}: written as parts, 4 at once", f"file in {tmp_path}: removed"} <= set(rows), rows
     assert all(float(seconds) >= 0 for seconds in rows.values())
     assert not any(tmp_path.iterdir())  # the file and its dir removed

@@ -102,6 +102,43 @@ def test_a_file_over_the_part_size_is_written_as_parts_and_read_back_whole(tmp_p
     assert torch.equal(back[2][0], values[2][0]) and torch.equal(back[3], values[3])
 
 
+@pytest.mark.parametrize("part_bytes", [None, 3000])
+def test_host_tensors_written_as_parts_at_once_read_back_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               part_bytes: int | None) -> None:
+    """With workers, a file of host tensors past WRITE_PART_BYTES goes out as parts of that size (or of a smaller
+    limit), several written at once: parts that cut the header and tensors, a non-contiguous tensor, values after;
+    the parts of a larger earlier file go."""
+    monkeypatch.setattr(tensorfile, "WRITE_PART_BYTES", 5000)
+    path = tmp_path / "timing_0.kgt"
+    tensorfile.save(path, [torch.zeros(40_000, dtype=torch.uint8)], part_bytes=part_bytes, workers=3)
+    values = [torch.randn(300, 17), "note", torch.randn(40, 30).t(), [torch.arange(500)], 7]
+    tensorfile.save(path, values, part_bytes=part_bytes, workers=3)
+    sizes = [tensorfile.part_path(path, i).stat().st_size for i in range(40) if tensorfile.part_path(path, i).exists()]
+    limit = part_bytes or 5000
+    assert len(sizes) == -(-tensorfile.size(path) // limit) > 3 and max(sizes) == limit
+    back = tensorfile.load(path)
+    assert torch.equal(back[0], values[0]) and back[1] == "note" and torch.equal(back[2], values[2])
+    assert torch.equal(back[3][0], values[3][0]) and back[4] == 7
+    one_at_a_time = tmp_path / "one.kgt"
+    tensorfile.save(one_at_a_time, values, part_bytes=part_bytes)
+    assert _stream_bytes(one_at_a_time) == _stream_bytes(path)  # the same bytes, however cut
+
+
+def _stream_bytes(path: Path) -> bytes:
+    parts = [tensorfile.part_path(path, i) for i in range(tensorfile.MAX_PARTS)]
+    return b"".join(part.read_bytes() for part in parts if part.exists())
+
+
+def test_a_file_linked_under_another_name_brings_its_parts(tmp_path: Path) -> None:
+    path, other = tmp_path / "timing_0.kgt", tmp_path / "child" / "set_0.kgt"
+    other.parent.mkdir()
+    values = [torch.randn(1000, 37)]
+    tensorfile.save(path, values, part_bytes=4096)
+    tensorfile.link(path, other)
+    assert os.path.samefile(tensorfile.part_path(path, 5), tensorfile.part_path(other, 5))
+    assert torch.equal(tensorfile.load(other)[0], values[0])
+
+
 def test_a_smaller_file_removes_the_parts_of_a_larger_one(tmp_path: Path) -> None:
     path = tmp_path / "out.kgt"
     tensorfile.save(path, [torch.randn(4096)], part_bytes=4096)

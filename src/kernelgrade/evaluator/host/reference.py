@@ -372,7 +372,7 @@ def save_timing_sets(reference: Reference, work_dir: Path, count: int, seed: int
     while k < count and not (cancelled is not None and cancelled.is_set()):
         sets.append(reference.make_inputs(derive_seed(seed, "timing", k, secret)))
         paths.append(work_dir / f"timing_{k}.kgt")
-        tensorfile.save(paths[-1], sets[-1])
+        tensorfile.save(paths[-1], sets[-1], workers=tensorfile.WRITE_WORKERS)
         if k == 0 and most is not None:
             count = max(1, min(count, most(tensorfile.size(paths[0]))))
         k += 1

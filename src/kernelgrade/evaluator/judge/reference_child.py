@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import shutil
 import statistics
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -246,9 +245,6 @@ def _placed(work_dir: Path, index: int, values: Path | list[Any]) -> Path:
     target = work_dir / f"{_SET_PREFIX}{index}{_SET_SUFFIX}"
     if not isinstance(values, Path):
         tensorfile.save(target, values)
-        return target
-    try:
-        os.link(values, target)
-    except OSError:
-        shutil.copyfile(values, target)
+    else:
+        tensorfile.link(values, target)
     return target

@@ -15,10 +15,12 @@ import contextlib
 import json
 import os
 import resource
+import shutil
 import stat
 import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from io import BufferedReader
 from pathlib import Path
 from typing import Any, Protocol
@@ -54,6 +56,14 @@ _CHUNK_BYTES = 256 * 1024 * 1024
 # and every evaluation's run child is a fresh process: on an H200 host, a fresh process's first save of a 512 MiB
 # CUDA tensor took 0.39-0.57 s whole and 0.19 s in pieces (0.14-0.16 s either way once warm; loads alike).
 PINNED_MAX_BYTES = staging.STAGE_BYTES
+# A file of host tensors larger than this is written as parts of this size, several at once, where the writer asks
+# (save(workers=...): the judge's timing sets). A file system takes one file's buffered writes one at a time (ext4
+# and tmpfs hold the file's lock through each), and on an H200 host one thread wrote a 6 GiB file at 2.5 GB/s into
+# the page cache; KernelBench's 94_MSELoss (two 4 GiB inputs per set) waited 7 s per evaluation for its timing sets
+# to be made and written.
+WRITE_PART_BYTES = 1024**3
+# Parts written at once by a writer that asks: a share of a GPU host's cores, beside its judges and run children.
+WRITE_WORKERS = 4
 # Bounds the files a reader opens for one tensor file. With the sandbox's 4 GiB parts that is 4 TiB, more than
 # any device holds; a writer under a limit so low that it would need more fails instead.
 MAX_PARTS = 1024
@@ -78,18 +88,52 @@ def part_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
-def save(path: Path, values: Sequence[Any], part_bytes: int | None = None) -> None:
+def save(path: Path, values: Sequence[Any], part_bytes: int | None = None, workers: int = 1) -> None:
     """Write `values` to `path`, cut into parts of at most `part_bytes` (default: this process's file-size
-    limit) where they would not fit one file."""
+    limit) where they would not fit one file. With `workers` over one, a file of host tensors only that is larger
+    than WRITE_PART_BYTES is written as parts of at most that size, that many at once."""
     tensors: list[torch.Tensor] = []
     header = [_describe(v, tensors) for v in values]
     raw = json.dumps(header).encode()
-    with _PartWriter(path, part_bytes or part_limit(), 8 + len(raw) + sum(_nbytes(t) for t in tensors)) as f:
+    total = 8 + len(raw) + sum(_nbytes(t) for t in tensors)
+    limit = part_bytes or part_limit()
+    if workers > 1 and total > WRITE_PART_BYTES and all(t.device.type == "cpu" for t in tensors):
+        stream = [torch.frombuffer(bytearray(struct.pack("<Q", len(raw)) + raw), dtype=torch.uint8), *tensors]
+        _save_parts_at_once(path, stream, min(limit or WRITE_PART_BYTES, WRITE_PART_BYTES), total, workers)
+        return
+    with _PartWriter(path, limit, total) as f:
         f.write(struct.pack("<Q", len(raw)))
         f.write(raw)
         for tensor in tensors:
             for chunk in _chunks(tensor) if tensor.device.type == "cpu" else staging.device_chunks(tensor):
                 f.write(chunk)
+
+
+def _save_parts_at_once(path: Path, stream: list[torch.Tensor], part_bytes: int, total: int, workers: int) -> None:
+    """The bytes of `stream`'s contiguous host tensors, one after another, as parts of `part_bytes`, `workers`
+    parts written at once."""
+    parts = -(-total // part_bytes)
+    if parts > MAX_PARTS:
+        raise TensorFileError(f"{total} bytes need {parts} parts of {part_bytes}; at most {MAX_PARTS} are written")
+    starts = [sum(_nbytes(t) for t in stream[:k]) for k in range(len(stream))]
+
+    def write_part(index: int) -> None:
+        begin, end = index * part_bytes, min(total, (index + 1) * part_bytes)
+        with os.fdopen(_create_fresh(part_path(path, index)), "wb", buffering=0) as f:
+            for start, tensor in zip(starts, stream, strict=True):
+                low, high = max(begin, start), min(end, start + _nbytes(tensor))
+                for offset in range(low - start, high - start, _CHUNK_BYTES):
+                    size = min(_CHUNK_BYTES, high - start - offset)
+                    _write_all(f, staging.byte_view(tensor.data_ptr() + offset, size))
+
+    with ThreadPoolExecutor(min(workers, parts), thread_name_prefix="tensorfile-write") as pool:
+        list(pool.map(write_part, range(parts)))
+    _remove_parts(path, parts)  # parts left from a larger earlier file
+
+
+def _write_all(f: Any, view: memoryview) -> None:
+    while len(view):
+        view = view[f.write(view):]
 
 
 def save_to_memory(buffer: memoryview, values: Sequence[Any]) -> int | None:
@@ -141,6 +185,17 @@ def load_from_memory(buffer: memoryview, device: torch.device | None = None,
 def size(path: Path) -> int:
     """The bytes of the file at `path` with all its parts."""
     return sum(_part_sizes(path))
+
+
+def link(path: Path, target: Path) -> None:
+    """The file at `path`, with its parts, also under the name `target`: hard links where both are on one file
+    system, else copies."""
+    for index in range(len(_part_sizes(path))):
+        source, linked = part_path(path, index), part_path(target, index)
+        try:
+            os.link(source, linked)
+        except OSError:
+            shutil.copyfile(source, linked)
 
 
 def remove(path: Path) -> None:
