@@ -77,6 +77,14 @@ def test_pages_given_ahead_are_not_mapped_beyond_what_the_judge_reserved_and_the
     assert child.view(16 << 20) is None  # past the file's end: nothing there to map
 
 
+def test_a_region_grown_has_its_pages_before_it_is_mapped(regions: tuple[SharedRegion, SharedRegion]) -> None:
+    judge, _child = regions
+    judge.reserve(3 << 20)
+    assert os.fstat(judge.fd).st_size == 3 << 20 and os.fstat(judge.fd).st_blocks * 512 == 3 << 20
+    judge.reserve(70 << 20)  # past 64 MiB the region grows by 64 MiB steps
+    assert os.fstat(judge.fd).st_size == 128 << 20 and os.fstat(judge.fd).st_blocks * 512 == 128 << 20
+
+
 def test_outputs_that_do_not_fit_are_refused_and_the_region_left_as_it_was(
         regions: tuple[SharedRegion, SharedRegion]) -> None:
     judge, _child = regions
