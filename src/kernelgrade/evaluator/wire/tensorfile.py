@@ -21,7 +21,7 @@ import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from io import BufferedReader
+from io import BufferedReader, FileIO
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -131,7 +131,7 @@ def _save_parts_at_once(path: Path, stream: list[torch.Tensor], part_bytes: int,
     _remove_parts(path, parts)  # parts left from a larger earlier file
 
 
-def _write_all(f: Any, view: memoryview) -> None:
+def _write_all(f: FileIO, view: memoryview) -> None:
     while len(view):
         view = view[f.write(view):]
 
