@@ -26,10 +26,14 @@ def test_a_trial_computed_before_a_restart_is_read_back_equal(tmp_path: Path) ->
     first = restarted(tmp_path).reference(ADD, CPU, 0)
     computed = first.trial(SEED)
     assert computed.prepared == "computed"
-    assert first.trial(SEED).prepared == "kept"
+    kept = first.trial(SEED)
+    assert kept.prepared == "kept" and kept.made_s == ()  # nothing made: the result says so
     again = restarted(tmp_path).reference(ADD, CPU, 0)
     stored = again.trial(SEED)
     assert stored.prepared == "stored"
+    for made in (computed, stored):
+        assert [part for part, _seconds in made.made_s] == ["make_inputs", "make_expected"]
+        assert all(seconds >= 0 for _part, seconds in made.made_s)
     assert stored.fingerprints == computed.fingerprints
     assert all(torch.equal(a, b) for a, b in zip(stored.expected.refs, computed.expected.refs, strict=True))
     assert stored.expected.oracles is not None and computed.expected.oracles is not None

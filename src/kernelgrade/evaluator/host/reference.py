@@ -56,6 +56,8 @@ class TrialData:
     # Where the expected outputs came from for this call of trial(): "computed", "stored" (the trial store on
     # disk) or "kept" (this judge's memory).
     prepared: str = "computed"
+    # Seconds its making took, by part: ("make_inputs", s) and ("make_expected", s); none for a kept trial.
+    made_s: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -133,10 +135,12 @@ class Reference:
         kept = self._trials.get(seed)
         if kept is not None:
             return self._with_emulations(dataclasses.replace(kept, prepared="kept"))
+        started = time.perf_counter()
         inputs, placed = self._inputs_placed(seed)
         # Summed on the judge's device, where it takes microseconds (a quarter second for 128 MB on a CPU core),
         # and before the reference runs on these copies.
         pristine = tuple(fingerprints(placed))
+        inputs_made = time.perf_counter()
         key = digest(*self._store_prefix, seed)
         stored = self._stored(key, inputs, pristine)
         trial = stored or TrialData(inputs, self._computed(key, inputs, placed, pristine), pristine)
@@ -145,7 +149,8 @@ class Reference:
             bare = dataclasses.replace(trial.expected, rounded=None)
             self._trials[seed] = dataclasses.replace(trial, expected=bare)
             self.kept += size
-        return trial
+        made = (("make_inputs", inputs_made - started), ("make_expected", time.perf_counter() - inputs_made))
+        return dataclasses.replace(trial, made_s=made)
 
     def _inputs_placed(self, seed: int) -> tuple[list[Any], list[Any]]:
         """A trial's inputs, and copies on the device for the reference to run on: made there, where the
