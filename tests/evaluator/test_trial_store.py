@@ -32,7 +32,7 @@ def test_a_trial_computed_before_a_restart_is_read_back_equal(tmp_path: Path) ->
     stored = again.trial(SEED)
     assert stored.prepared == "stored"
     for made in (computed, stored):
-        assert [part for part, _seconds in made.made_s] == ["make_inputs", "make_expected"]
+        assert [part for part, _seconds in made.made_s] == ["inputs", "expected"]
         assert all(seconds >= 0 for _part, seconds in made.made_s)
     assert stored.fingerprints == computed.fingerprints
     assert all(torch.equal(a, b) for a, b in zip(stored.expected.refs, computed.expected.refs, strict=True))

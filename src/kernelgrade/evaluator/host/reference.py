@@ -56,7 +56,7 @@ class TrialData:
     # Where the expected outputs came from for this call of trial(): "computed", "stored" (the trial store on
     # disk) or "kept" (this judge's memory).
     prepared: str = "computed"
-    # Seconds its making took, by part: ("make_inputs", s) and ("make_expected", s); none for a kept trial.
+    # Seconds its making took, by part: ("inputs", s) and ("expected", s); none for a kept trial.
     made_s: tuple[tuple[str, float], ...] = ()
 
 
@@ -149,7 +149,7 @@ class Reference:
             bare = dataclasses.replace(trial.expected, rounded=None)
             self._trials[seed] = dataclasses.replace(trial, expected=bare)
             self.kept += size
-        made = (("make_inputs", inputs_made - started), ("make_expected", time.perf_counter() - inputs_made))
+        made = (("inputs", inputs_made - started), ("expected", time.perf_counter() - inputs_made))
         return dataclasses.replace(trial, made_s=made)
 
     def _inputs_placed(self, seed: int) -> tuple[list[Any], list[Any]]:
