@@ -44,8 +44,8 @@ def _spans(total: int) -> list[tuple[int, int]]:
     return [(offset, min(STAGE_BYTES, total - offset)) for offset in range(0, total, STAGE_BYTES)]
 
 
-def _buffers(total: int) -> list[torch.Tensor]:
-    return [torch.empty(min(STAGE_BYTES, total), dtype=torch.uint8, pin_memory=True) for _ in range(2)]
+def _buffers(total: int, count: int = 2) -> list[torch.Tensor]:
+    return [torch.empty(min(STAGE_BYTES, total), dtype=torch.uint8, pin_memory=True) for _ in range(count)]
 
 
 def device_chunks(tensor: torch.Tensor) -> Iterator[memoryview]:
@@ -81,8 +81,8 @@ def read_to_device(shape: list[int], dtype: torch.dtype, device: torch.device,
         return tensor
     workers = max(1, min(READ_WORKERS, len(spans), len(os.sched_getaffinity(0))))
     free: queue.SimpleQueue[torch.Tensor] = queue.SimpleQueue()
-    for _ in range(workers):
-        free.put(torch.empty(spans[0][1], dtype=torch.uint8, pin_memory=device.type == "cuda"))
+    for buffer in _buffers(spans[0][1], workers) if device.type == "cuda" else []:  # the CPU reads in place
+        free.put(buffer)
 
     def piece(span: tuple[int, int]) -> bool:
         offset, size = span
