@@ -126,8 +126,9 @@ def described(index: int, result: EvalResult) -> str:
                        ("trials_computed", "trials_stored", "trials_kept") if extra.get(key, "0") != "0")
     listed = "  ".join(f"{label} {seconds:.2f}" for label, seconds in parts.items() if seconds >= 0.005)
     found = ", ".join(f"{f.code} ({f.severity.value})" for f in result.findings)
+    region = f"\n   shared region: {extra['shared_region']}" if "shared_region" in extra else ""
     return (f"-- {index}: {result.verdict.value}, device {device:.2f} s, trials {trials or 'none'}"
-            f"{_speedup(result)}{', findings ' + found if found else ''}\n   {listed}")
+            f"{_speedup(result)}{', findings ' + found if found else ''}\n   {listed}{region}")
 
 
 def _speedup(result: EvalResult) -> str:

@@ -319,5 +319,7 @@ def _checks(evaluation: dict[str, Any], result: dict[str, Any]) -> tuple[tuple[s
                if f"oracle_on_host_{stage}" in extra]
     if on_host:
         found.append(("float64 oracle run on the host (calls)", ", ".join(on_host)))
+    if "shared_region" in extra:  # its size differs by problem; how its copies ran is what is counted
+        found.append(("shared region, judge's side", re.sub(r"^[\d.]+ [MG]iB, ", "", str(extra["shared_region"]))))
     found += [("finding", f"{f['severity']}: {f['code']}") for f in evaluation.get("findings", [])]
     return tuple(found)

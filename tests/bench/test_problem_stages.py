@@ -31,6 +31,8 @@ def test_a_problem_evaluated_twice_prints_where_its_device_time_went(monkeypatch
         assert float(device) > 0 and float(low) <= float(speedup) <= float(high), out
         assert "correctness:call" in parts and "timing:candidate" in parts, out
         assert "computed" not in trials, out  # prepared: every trial stored, or kept since
+    # The candidate's child's region as the judge held it: on the CPU, host memory no copy registers.
+    assert re.findall(r"^   shared region: (.*)$", out, re.MULTILINE) == ["1 MiB, host memory"] * 2, out
     # --sample: where the judge's threads spent the problem's time, the evaluations' pipeline among it
     assert "-- where the judge's threads spent 1_tiny_relu's time" in out, out
     evaluate = r"^ +[\d.]+  MainThread +kernelgrade/evaluator/judge/pipeline.py:evaluate$"

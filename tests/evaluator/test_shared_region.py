@@ -20,7 +20,7 @@ from kernelgrade.evaluator import Verdict, evaluate
 from kernelgrade.evaluator.host.device_room import read_region
 from kernelgrade.evaluator.host.session import RunSession
 from kernelgrade.evaluator.sandbox.launcher import ChildSpec, SubprocessLauncher
-from kernelgrade.evaluator.wire import tensorfile
+from kernelgrade.evaluator.wire import shared_region, tensorfile
 from kernelgrade.evaluator.wire.replies import TimedOutputsReply
 from kernelgrade.evaluator.wire.shared_region import SharedRegion, aligned
 from kernelgrade.problems import find_builtin
@@ -83,6 +83,27 @@ def test_a_region_grown_has_its_pages_before_it_is_mapped(regions: tuple[SharedR
     assert os.fstat(judge.fd).st_size == 3 << 20 and os.fstat(judge.fd).st_blocks * 512 == 3 << 20
     judge.reserve(70 << 20)  # past 64 MiB the region grows by 64 MiB steps
     assert os.fstat(judge.fd).st_size == 128 << 20 and os.fstat(judge.fd).st_blocks * 512 == 128 << 20
+
+
+@pytest.mark.parametrize("accepted", [True, False])
+def test_the_region_says_how_large_it_grew_and_whether_cuda_registered_it(monkeypatch: pytest.MonkeyPatch,
+                                                                          accepted: bool) -> None:
+    registered: list[int] = []
+    monkeypatch.setattr(shared_region, "register_pinned", lambda _address, size: registered.append(size) or accepted)
+    monkeypatch.setattr(shared_region, "unregister_pinned", lambda _address: None)
+    judge = SharedRegion.create(pin=True)
+    try:
+        assert judge.describe() == "unused"
+        judge.reserve(3 << 20)
+        assert registered == [3 << 20]
+        refused = "registration with CUDA refused: copies through the driver's staging"
+        how = "registered with CUDA" if accepted else refused
+        assert judge.describe() == f"3 MiB, {how}"
+        judge.reserve((1 << 30) + 1)  # past 64 MiB, grown by 64 MiB steps
+        assert registered == ([3 << 20, (1 << 30) + (64 << 20)] if accepted else [3 << 20])
+        assert judge.describe() == f"1.06 GiB, {how}"
+    finally:
+        judge.close()
 
 
 def test_outputs_that_do_not_fit_are_refused_and_the_region_left_as_it_was(
@@ -195,7 +216,7 @@ def test_the_run_child_reads_its_inputs_and_writes_its_outputs_in_the_region_or_
             outputs = tensorfile.load(work / "outputs.kgt")
         else:
             assert session.region_mapped and inputs_bytes > 0 and not (work / "inputs.kgt").exists()
-            assert grown == 2 << 20
+            assert grown == 2 << 20 and session.region.describe() == "2 MiB, host memory"
             assert reply.region_bytes > outputs_at == 4096 and not (work / "outputs.kgt").exists()
             outputs = read_region(session.region, reply.region_bytes, CPU, 13 * 4, start=outputs_at)
             assert torch.equal(tensorfile.load_from_memory(session.region.reserve(inputs_bytes))[0], x)

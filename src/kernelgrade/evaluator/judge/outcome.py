@@ -95,7 +95,7 @@ def build_result(job: Job, record: Record, verdict: Verdict, failure: Failure | 
         compiled_baseline_pending=record.compiled_baseline_pending,
         speedup_vs_compiled=(compiled_baseline.speedup_against(record.compiled_baseline, record.candidate_timing)
                              if timed else None),
-        extra=peak_memory(job.device, record) + preparation(record) + oracles_on_host(record),
+        extra=peak_memory(job.device, record) + preparation(record) + oracles_on_host(record) + region(record),
     )
 
 
@@ -120,6 +120,11 @@ def oracles_on_host(record: Record) -> tuple[tuple[str, str], ...]:
     """How many calls' float64 oracle ran on the host, by stage, where any did."""
     return tuple((f"oracle_on_host_{stage}", str(count)) for stage, count in sorted(record.oracles_on_host.items())
                  if count)
+
+
+def region(record: Record) -> tuple[tuple[str, str], ...]:
+    """The candidate's child's shared region, where the evaluation reached a child."""
+    return (("shared_region", record.region),) if record.region else ()
 
 
 def reset_peak_memory(device: torch.device) -> None:

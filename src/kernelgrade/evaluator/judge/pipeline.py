@@ -190,6 +190,7 @@ def _in_run_child(job: Job, record: Record, session: RunSession, reference: Refe
     finally:
         with job.timed("child_end"):
             job.warm.children.used_region(kind, session.region.reserved)
+            record.region = session.region.describe()
             session.close()
             record.child_output = session.output()
             job.check_device()

@@ -42,6 +42,8 @@ class Record:
     # Calls whose float64 oracle ran on the host, for want of room on the device, by stage (correctness, recheck):
     # tens of seconds on a large problem, which the stage's time alone does not explain.
     oracles_on_host: Counter[str] = field(default_factory=Counter)
+    # The candidate's child's shared region as the judge held it (SharedRegion.describe), once the child ended.
+    region: str = ""
 
     def add(self, finding: Finding) -> None:
         """One finding per code: a check that fires on every trial says so once."""
