@@ -72,6 +72,7 @@ from pathlib import Path
 
 import torch
 
+from host_memory import Sampler
 from kernelbench_inprocess import InProcess, build, grade
 from kernelbench_sweep import selected
 from kernelgrade.config import Settings
@@ -221,13 +222,15 @@ def measure_mixed(config: Config, corpus: list[Submission], root: Path, index: i
         reports = []
         for label, force in (("first pass", False), ("second pass", True)):
             print(f"# {config.label}, {label}: submitting {len(corpus)} submissions", flush=True)
-            graded = service.grade(corpus, force=force, timeout_s=args.timeout, cut=True)
+            with Sampler() as memory:
+                graded = service.grade(corpus, force=force, timeout_s=args.timeout, cut=True)
             named = f"{config.label}, {label}" if _compares(args) else label
             cut_s = time.time() if len(graded) < len(corpus) else None
             if cut_s is not None:
                 named += f" ({len(graded)}/{len(corpus)})"
             if graded:
-                reports.append(summarize(replace(config, label=named), graded, service.devices(), None, cut_s))
+                reports.append(summarize(replace(config, label=named), graded, service.devices(), None, cut_s,
+                                         memory.summary()))
             if cut_s is not None:
                 break
     return reports
@@ -244,8 +247,9 @@ def measure(config: Config, corpus: list[Submission], root: Path, index: int,
         service.register_problems(corpus)
         build_pass = _build_pass(service, corpus, args.timeout) if args.prebuilt else None
         print(f"# {config.label}: submitting {len(corpus)} submissions", flush=True)
-        graded = service.grade(corpus, force=args.prebuilt, timeout_s=args.timeout)
-        return [summarize(config, graded, service.devices(), build_pass)]
+        with Sampler() as memory:
+            graded = service.grade(corpus, force=args.prebuilt, timeout_s=args.timeout)
+        return [summarize(config, graded, service.devices(), build_pass, host_memory=memory.summary())]
 
 
 def _progress_label(config: Config, args: argparse.Namespace) -> str:

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
+from host_memory import HostMemory
 from kernelbench_inprocess import InProcess
 from throughput_service import Config, Graded
 
@@ -102,6 +103,7 @@ class RunReport:
     mismatches: list[Mismatch]
     checks: list[Check]
     notes: list[str] = field(default_factory=list)  # "submission N (case): code: message", see Graded.notes
+    host_memory: HostMemory | None = None  # the host's memory while the pass ran (host_memory.py)
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ def nearest_rank(values: list[float], fraction: float) -> float:
 
 
 def summarize(config: Config, graded: list[Graded], devices: int, build_pass_s: float | None,
-              cut_s: float | None = None) -> RunReport:
+              cut_s: float | None = None, host_memory: HostMemory | None = None) -> RunReport:
     """`cut_s`: when a pass cut short stopped waiting (seconds since the epoch), which ends its wall time."""
     wall = (cut_s or max(g.finished_s for g in graded)) - min(g.created_s for g in graded)
     latencies = [g.finished_s - g.created_s for g in graded]
@@ -143,7 +145,8 @@ def summarize(config: Config, graded: list[Graded], devices: int, build_pass_s: 
         judge_time=judge_time(graded, wall * devices), by_case=case_rows(graded), speedups=spreads(graded),
         case_parts=case_parts(graded),
         verdicts=_counted(_verdict_name(g) for g in graded), mismatches=mismatches(graded), checks=checks(graded),
-        notes=[f"submission {g.submission_id} ({g.case}): {note}" for g in graded for note in g.notes])
+        notes=[f"submission {g.submission_id} ({g.case}): {note}" for g in graded for note in g.notes],
+        host_memory=host_memory)
 
 
 # judge_time()'s parts, in the order they print; a run has either the rest of each job whole or split in two.
@@ -242,6 +245,13 @@ def _counted(names: Iterable[str]) -> list[Count]:
 # --- printing -----------------------------------------------------------------------------------------------
 
 Metric = tuple[str, Callable[[RunReport], float | None], str]
+
+
+def _host(name: str) -> Callable[[RunReport], float | None]:
+    """A figure of the run's host memory summary, where it has one."""
+    return lambda r: None if r.host_memory is None else getattr(r.host_memory, name)
+
+
 METRICS: tuple[Metric, ...] = (
     ("verdicts/hour", lambda r: r.verdicts_per_hour, "{:.1f}"),
     ("verdicts per device-hour", lambda r: r.verdicts_per_device_hour, "{:.1f}"),
@@ -252,6 +262,11 @@ METRICS: tuple[Metric, ...] = (
     ("device s per verdict (correct ones)", lambda r: r.device_s_per_correct, "{:.2f}"),
     ("device busy fraction", lambda r: r.busy_fraction, "{:.3f}"),
     ("build pass s (not measured)", lambda r: r.build_pass_s, "{:.1f}"),
+    ("host: least memory available GiB", _host("least_available_gib"), "{:.1f}"),
+    ("host: most dirty GiB (to write back)", _host("most_dirty_gib"), "{:.1f}"),
+    ("host: most under writeback GiB", _host("most_writeback_gib"), "{:.1f}"),
+    ("host: memory stall s (PSI some)", _host("stall_some_s"), "{:.1f}"),
+    ("host: memory stall s (PSI full)", _host("stall_full_s"), "{:.1f}"),
 )
 NAME_W, COL_W = 40, 20
 
