@@ -17,6 +17,7 @@ HOME = Path.home()
 # Every field: a value as an operator writes it, and what the settings hold for it (none of them a default).
 PARSED: dict[str, tuple[str, Any]] = {
     "data_dir": ("~/kg-data", HOME / "kg-data"),
+    "work_dir": ("/dev/shm/kg-work", Path("/dev/shm/kg-work")),
     "database_url": ("postgresql+psycopg://kg@db/kg", "postgresql+psycopg://kg@db/kg"),
     "host": ("0.0.0.0", "0.0.0.0"),
     "port": ("8123", 8123),
@@ -101,8 +102,8 @@ def variable(name: str) -> str:
 
 def test_the_tables_cover_every_setting() -> None:
     assert set(PARSED) == set(Settings.model_fields)
-    free_text = {"data_dir", "host_lock", "database_url", "host", "seed_secret", "broker_url", "queue_prefix",
-                 "admin_key", "server_url", "api_key"}
+    free_text = {"data_dir", "work_dir", "host_lock", "database_url", "host", "seed_secret", "broker_url",
+                 "queue_prefix", "admin_key", "server_url", "api_key"}
     assert set(REFUSED) == set(Settings.model_fields) - free_text
 
 
@@ -118,6 +119,7 @@ def test_defaults() -> None:
     assert (settings.compile_jobs, settings.max_attempts, settings.local_judges) == (4, 3, -1)
     assert (settings.warm_children, settings.lease_seconds, settings.poll_seconds) == (8, 60.0, 2.0)
     assert settings.cache_dir == settings.data_dir / "cache" and settings.work_root == settings.data_dir / "work"
+    assert Settings(work_dir=Path("/dev/shm/kg")).work_root == Path("/dev/shm/kg")
     assert settings.resolved_database_url == f"sqlite:///{settings.data_dir / 'kernelgrade.db'}"
     assert settings.resolved_server_url == "http://127.0.0.1:8000"
     assert settings.is_open and settings.measures_compiled_baseline

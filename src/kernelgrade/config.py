@@ -80,6 +80,11 @@ class Settings(BaseSettings):
 
     # Where the SQLite database, the compile cache and job work dirs live.
     data_dir: ExpandedPath = Field(default_factory=_default_data_dir)
+    # Where job work dirs live instead (unset: data_dir/work). They hold what a job's children read and write:
+    # a large problem's timing sets are gigabytes written for one evaluation and removed after it, which on a
+    # disk's file system the host writes back meanwhile (1.9 GB/s beside a mixed stream on an H200 host). A
+    # tmpfs (/dev/shm) keeps them in memory; every sandbox level binds a work dir there.
+    work_dir: ExpandedPath | None = None
     # Empty: a SQLite file in data_dir. Otherwise any SQLAlchemy URL (postgresql+psycopg://...).
     database_url: str = ""
     host: str = "127.0.0.1"
@@ -227,7 +232,7 @@ class Settings(BaseSettings):
 
     @property
     def work_root(self) -> Path:
-        return self.data_dir / "work"
+        return self.work_dir if self.work_dir is not None else self.data_dir / "work"
 
     @property
     def resolved_database_url(self) -> str:

@@ -12,8 +12,10 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -218,6 +220,34 @@ def test_other_jobs_are_hidden(bwrap: Sandbox, work_dir: Path) -> None:
 out["seen"] = sorted(os.listdir(".."))
 """))
     assert out["seen"] == ["job-own"]
+
+
+@pytest.fixture
+def shm_work_dir() -> Iterator[Path]:
+    """A job's work dir on /dev/shm (KERNELGRADE_WORK_DIR there keeps timing sets off the disk), where each
+    sandbox mounts a private tmpfs of its own."""
+    root = Path(tempfile.mkdtemp(prefix="kernelgrade-test-", dir="/dev/shm"))
+    (root / "job-own").mkdir()
+    try:
+        yield root / "job-own"
+    finally:
+        shutil.rmtree(root)
+
+
+def test_a_work_dir_on_dev_shm_is_bound_writable_and_hides_other_jobs(sandbox: Sandbox, shm_work_dir: Path) -> None:
+    sibling = shm_work_dir.parent / "job-other"
+    sibling.mkdir()
+    (sibling / "marker.txt").write_text("another job's inputs")
+    (shm_work_dir / "inputs.txt").write_text("the judge's")
+    out = run(sandbox, shm_work_dir, snippet("""
+with open("made-inside.txt", "w") as f:
+    f.write("hello")
+out["cwd"], out["inputs"] = os.getcwd(), open("inputs.txt").read()
+out["seen"] = sorted(os.listdir(".."))
+"""))
+    assert out["cwd"] == str(shm_work_dir) and out["inputs"] == "the judge's"
+    assert (shm_work_dir / "made-inside.txt").read_text() == "hello"
+    assert "job-other" not in out["seen"]
 
 
 def test_fork_bomb_is_contained_and_killed(sandbox: Sandbox, work_dir: Path) -> None:

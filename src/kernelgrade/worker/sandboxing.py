@@ -18,8 +18,9 @@ def settings_launcher(settings: Settings, sandbox: str | None = None) -> Launche
     """The launcher the settings ask for (`sandbox` overrides KERNELGRADE_SANDBOX); raises
     SandboxUnavailable with what to install or set where it cannot be had."""
     name = sandbox or settings.sandbox
-    # The data dir holds the database and every job's files; a child sees only its own work and build dirs.
-    options = SandboxOptions(hidden=(settings.data_dir,))
+    # The data dir holds the database and the caches, the work root every job's files; a child sees only its own
+    # work and build dirs.
+    options = SandboxOptions(hidden=(settings.data_dir, settings.work_root))
     try:
         return make_launcher(name, settings.sandbox_minimum, options, allow_unsandboxed=settings.allow_unsandboxed)
     except SandboxUnavailable as exc:
