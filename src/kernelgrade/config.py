@@ -83,7 +83,8 @@ class Settings(BaseSettings):
     # Where job work dirs live instead (unset: data_dir/work). They hold what a job's children read and write:
     # a large problem's timing sets are gigabytes written for one evaluation and removed after it, which on a
     # disk's file system the host writes back meanwhile (1.9 GB/s beside a mixed stream on an H200 host). A
-    # tmpfs (/dev/shm) keeps them in memory; every sandbox level binds a work dir there.
+    # tmpfs (/dev/shm) keeps them in memory; every sandbox level binds a work dir there. There, what a child writes
+    # to its files (outputs too large for its shared region) counts against its memory limit, never reclaimed.
     work_dir: ExpandedPath | None = None
     # Empty: a SQLite file in data_dir. Otherwise any SQLAlchemy URL (postgresql+psycopg://...).
     database_url: str = ""
