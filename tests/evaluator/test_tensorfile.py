@@ -238,3 +238,37 @@ def test_large_gpu_tensors_cross_a_piece_at_a_time_across_parts(tmp_path: Path, 
     os.truncate(path.with_name(f"out.kgt.part{len(list(tmp_path.iterdir())) - 1}"), 10)
     with pytest.raises(tensorfile.TensorFileError):
         tensorfile.load(path, torch.device("cuda"))
+
+
+def _pinned_buffer(nbytes: int, device: str) -> tuple[torch.Tensor, memoryview]:
+    """Host memory CUDA copies to and from by DMA (as a registered region is), and a view of it."""
+    memory = torch.empty(nbytes, dtype=torch.uint8, pin_memory=device == "cuda")
+    return memory, tensorfile.staging.byte_view(memory.data_ptr(), nbytes)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_pinned_host_tensors_placed_through_the_device_land_whole_and_in_order(device: str,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """save_to_memory(through=GPU): pinned host tensors past the threshold go onto the device and back a piece at
+    a time on two streams (pieces that do not divide them; a small tensor and a pageable one by torch's copy).
+    On the CPU nothing is pinned and every tensor takes torch's copy: the same bytes either way."""
+    monkeypatch.setattr(tensorfile.staging, "THROUGH_DEVICE_MIN_BYTES", 10_000)
+    monkeypatch.setattr(tensorfile.staging, "STAGE_BYTES", 4096 + 24)
+    copied: list[int] = []
+    through = tensorfile.staging.copy_through_device
+    monkeypatch.setattr(tensorfile.staging, "copy_through_device",
+                        lambda dst, src, gpu: copied.append(src.numel()) or through(dst, src, gpu))
+    pinned = device == "cuda"
+    big = (torch.randn(300, 97) * 100).pin_memory() if pinned else torch.randn(300, 97) * 100
+    values = [big, torch.arange(7).to(torch.int16), "note", torch.randn(50_000, dtype=torch.float64), big.t()]
+    memory, view = _pinned_buffer(1 << 20, device)
+    memory.fill_(0xAB)  # what a previous trial left: every byte must be written over
+    used = tensorfile.save_to_memory(view, values, torch.device("cuda", 0))
+    assert used is not None
+    back = tensorfile.load_from_memory(view[:used])
+    for got, want in zip([back[0], back[1], back[3], back[4]], [values[0], values[1], values[3], values[4]],
+                         strict=True):
+        assert torch.equal(got, want)
+    assert back[2] == "note"
+    # Through the device: the pinned tensor alone (big.t() is copied contiguous first, into pageable memory).
+    assert copied == ([300 * 97 * 4] if pinned else [])

@@ -136,10 +136,11 @@ def _write_all(f: FileIO, view: memoryview) -> None:
         view = view[f.write(view):]
 
 
-def save_to_memory(buffer: memoryview, values: Sequence[Any]) -> int | None:
+def save_to_memory(buffer: memoryview, values: Sequence[Any], through: torch.device | None = None) -> int | None:
     """Write `values` into `buffer` as save() writes a file, a GPU tensor copied straight from its device (a
     DMA copy where the buffer is registered with CUDA: shared_region.py); the bytes used, or None where they
-    would not fit (the buffer is then left as it was)."""
+    would not fit (the buffer is then left as it was). `through`: a GPU, given where the buffer is registered with
+    CUDA, through which large tensors in pinned host memory are copied (staging.copy_through_device)."""
     raw, tensors, total = _in_memory(values)
     if total > len(buffer):
         return None
@@ -148,9 +149,18 @@ def save_to_memory(buffer: memoryview, values: Sequence[Any]) -> int | None:
     offset = 8 + len(raw)
     for tensor in tensors:
         if tensor.numel():
-            _bytes_at(buffer, offset, _nbytes(tensor)).copy_(staging.flat_bytes(tensor))
+            _copy_into(_bytes_at(buffer, offset, _nbytes(tensor)), staging.flat_bytes(tensor), through)
         offset += _nbytes(tensor)
     return total
+
+
+def _copy_into(dst: torch.Tensor, src: torch.Tensor, through: torch.device | None) -> None:
+    """dst <- src: through the device where save_to_memory() was given one and `src` is large pinned host memory,
+    else by torch's copy."""
+    if (through is not None and src.device.type == "cpu" and src.numel() >= staging.THROUGH_DEVICE_MIN_BYTES
+            and src.is_pinned() and staging.copy_through_device(dst, src, through)):
+        return
+    dst.copy_(src)
 
 
 def _contiguous(tensor: torch.Tensor) -> torch.Tensor:
