@@ -120,9 +120,10 @@ def copy_through_device(dst: torch.Tensor, src: torch.Tensor, device: torch.devi
         pieces = [torch.empty(min(STAGE_BYTES, total), dtype=torch.uint8, device=device) for _ in range(2)]
     except torch.OutOfMemoryError:
         return False
+    # Streams of their own that wait for nothing on the judge's: its copies to and from host memory (a region's
+    # outputs read back, inputs brought to the host) are synchronous, so none touches either end now, and waiting
+    # would put this copy behind the next trial's making, which another thread queues there.
     streams = [torch.cuda.Stream(device) for _ in range(2)]  # type: ignore[no-untyped-call]
-    for stream in streams:  # after whatever the judge's stream still does with either end (a region's last read)
-        stream.wait_stream(torch.cuda.current_stream(device))
     for k, (offset, size) in enumerate(_spans(total)):
         # A piece goes out and comes back on one stream, which orders the reuse of its device piece.
         with torch.cuda.stream(streams[k % 2]):
