@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import os
 import sys
 import tempfile
 import time
@@ -177,10 +178,6 @@ def _child_trial(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def judge_trial(launcher_name: str, gib: float, work: Path) -> tuple[dict[str, float], dict[str, Any], list[str]]:
-    from kernelgrade.evaluator.sandbox.child_env import child_env, package_root
-    from kernelgrade.evaluator.sandbox.child_process import ChildProcess
-    from kernelgrade.evaluator.sandbox.launcher import ChildSpec
-    from kernelgrade.evaluator.sandbox.levels import make_launcher
     from kernelgrade.evaluator.wire.shared_region import SharedRegion
 
     rows = 4096
@@ -196,27 +193,42 @@ def judge_trial(launcher_name: str, gib: float, work: Path) -> tuple[dict[str, f
     view = timed(seconds, "host: region reserved and registered", lambda: region.reserve(2 * nbytes))
     host = torch.frombuffer(view, dtype=torch.float32).view(2, *shape)
     timed(seconds, "host: inputs placed", lambda: host[0].copy_(inputs))
-    launcher = make_launcher(launcher_name)
-    code = f"import sys; sys.path.insert(0, {str(BENCH)!r}); import device_sharing; device_sharing.child_main()"
-    spec = ChildSpec((sys.executable, "-s", "-c", code), child_env(work, work, {}), work,
-                     readable=(package_root(), BENCH), gpu_index=torch.cuda.current_device(),
-                     shared_fds=(*fds, region.fd), purpose="probe")
-    child = ChildProcess(launcher.popen(spec))
     try:
-        child.receive(START_TIMEOUT_S)
-        reply = child.request({"device_fds": fds, "region_fd": region.fd, "rows": rows, "cols": cols,
-                               "size": memory[0].size}, TRIAL_TIMEOUT_S)
-    except Exception as exc:  # a child that did not start or answer: what it wrote says why
-        reply = {"error": f"{type(exc).__name__}: {exc}; child's log: {child.log.text()[-1500:]}"}
+        reply, level = _ask_child(launcher_name, work, (*fds, region.fd), {
+            "device_fds": fds, "region_fd": region.fd, "rows": rows, "cols": cols, "size": memory[0].size})
     finally:
-        child.kill()
+        for fd in fds:  # an exported descriptor holds its allocation as long as it is open
+            os.close(fd)
     equal = [f"device: {torch.equal(outputs, expected)}"]
     back = timed(seconds, "host: outputs read to the device", lambda: host[1].to("cuda"))
     equal.append(f"host: {torch.equal(back, expected)}")
     for m in memory:
         m.close()
     region.close()
-    return seconds, reply, [*equal, f"sandbox: {launcher.level}"]
+    return seconds, reply, [*equal, f"sandbox: {level}"]
+
+
+def _ask_child(launcher_name: str, work: Path, fds: tuple[int, ...], request: dict[str, Any]
+               ) -> tuple[dict[str, Any], str]:
+    """One trial's request answered by a child the judge's launcher starts with `fds`, and the launcher's level."""
+    from kernelgrade.evaluator.sandbox.child_env import child_env, package_root
+    from kernelgrade.evaluator.sandbox.child_process import ChildProcess
+    from kernelgrade.evaluator.sandbox.launcher import ChildSpec
+    from kernelgrade.evaluator.sandbox.levels import make_launcher
+
+    launcher = make_launcher(launcher_name)
+    code = f"import sys; sys.path.insert(0, {str(BENCH)!r}); import device_sharing; device_sharing.child_main()"
+    spec = ChildSpec((sys.executable, "-s", "-c", code), child_env(work, work, {}), work,
+                     readable=(package_root(), BENCH), gpu_index=torch.cuda.current_device(),
+                     shared_fds=fds, purpose="probe")
+    child = ChildProcess(launcher.popen(spec))
+    try:
+        child.receive(START_TIMEOUT_S)
+        return child.request(request, TRIAL_TIMEOUT_S), launcher.level
+    except Exception as exc:  # a child that did not start or answer: what it wrote says why
+        return {"error": f"{type(exc).__name__}: {exc}; child's log: {child.log.text()[-1500:]}"}, launcher.level
+    finally:
+        child.kill()
 
 
 def main(argv: list[str] | None = None) -> None:
