@@ -272,3 +272,29 @@ def test_pinned_host_tensors_placed_through_the_device_land_whole_and_in_order(d
     assert back[2] == "note"
     # Through the device: the pinned tensor alone (big.t() is copied contiguous first, into pageable memory).
     assert copied == ([300 * 97 * 4] if pinned else [])
+
+
+@pytest.mark.gpu
+def test_a_copy_through_the_device_is_not_written_over_by_work_queued_on_the_judges_stream(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of the pieces' size freed on the judge's stream while writes into them are still queued there, as the
+    next trial's making leaves them: torch's allocator hands such a block to the next allocation on that stream
+    at once. A piece taken from one carried those writes into the region between its two copies (on an H200,
+    pieces allocated on the judge's stream: 47 of these 256 MiB came out changed)."""
+    monkeypatch.setattr(tensorfile.staging, "STAGE_BYTES", 8 << 20)
+    device = torch.device("cuda", 0)
+    src = torch.arange(64 << 20, dtype=torch.int32).view(torch.uint8).pin_memory()
+    dst = torch.zeros_like(src).pin_memory()
+    assert tensorfile.staging.copy_through_device(dst[:1024], src[:1024], device)  # streams made, context warm
+    freed = [torch.empty(8 << 20, dtype=torch.uint8, device=device) for _ in range(2)]
+    for _ in range(200):  # about 200 ms of writes on an H200, a burst every millisecond
+        torch.cuda._sleep(2_000_000)
+        for block in freed:
+            block.fill_(0xAB)
+    written = torch.cuda.Event()  # type: ignore[no-untyped-call]
+    written.record()
+    del freed, block
+    assert tensorfile.staging.copy_through_device(dst, src, device)
+    assert not written.query(), "the writes ended before the copy: this run tests nothing"
+    torch.cuda.synchronize(device)
+    assert torch.equal(dst, src)

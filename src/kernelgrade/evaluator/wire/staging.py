@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import os
 import queue
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -116,14 +117,11 @@ def copy_through_device(dst: torch.Tensor, src: torch.Tensor, device: torch.devi
     judge placed KernelBench softmax's 6 GiB trial inputs into the child's region in 0.45-0.5 s each against 0.2 s
     alone on the host's 16 cores, while a DMA copy runs at about 55 GB/s each way and takes no core."""
     total = src.numel()
+    streams = _copy_streams(device)
     try:
-        pieces = [torch.empty(min(STAGE_BYTES, total), dtype=torch.uint8, device=device) for _ in range(2)]
+        pieces = [_piece_on(stream, min(STAGE_BYTES, total)) for stream in streams]
     except torch.OutOfMemoryError:
         return False
-    # Streams of their own that wait for nothing on the judge's: its copies to and from host memory (a region's
-    # outputs read back, inputs brought to the host) are synchronous, so none touches either end now, and waiting
-    # would put this copy behind the next trial's making, which another thread queues there.
-    streams = [torch.cuda.Stream(device) for _ in range(2)]  # type: ignore[no-untyped-call]
     for k, (offset, size) in enumerate(_spans(total)):
         # A piece goes out and comes back on one stream, which orders the reuse of its device piece.
         with torch.cuda.stream(streams[k % 2]):
@@ -132,3 +130,31 @@ def copy_through_device(dst: torch.Tensor, src: torch.Tensor, device: torch.devi
     for stream in streams:
         stream.synchronize()
     return True
+
+
+def _piece_on(stream: torch.cuda.Stream, nbytes: int) -> torch.Tensor:
+    """Device memory for a piece, allocated on the stream that uses it. The streams wait for nothing on the judge's
+    stream: its copies to and from host memory (a region's outputs read back, inputs brought to the host) are
+    synchronous, so none touches either end now, and waiting would put this copy behind the next trial's making,
+    which another thread queues there. But torch's caching allocator hands a block freed on a stream to the next
+    allocation on that stream at once, its queued writes still to come: a piece allocated on the judge's stream
+    was written over by the making's kernels while it carried a trial's inputs, which then reached the run child
+    changed (in a mixed stream on an H200 host, KernelBench's 94_MSELoss judged input_mutated). On a stream of
+    its own a piece takes only blocks that stream freed, behind everything it queued."""
+    with torch.cuda.stream(stream):
+        return torch.empty(nbytes, dtype=torch.uint8, device=stream.device)
+
+
+_COPY_STREAMS: dict[int, list[torch.cuda.Stream]] = {}
+_COPY_STREAMS_LOCK = threading.Lock()
+
+
+def _copy_streams(device: torch.device) -> list[torch.cuda.Stream]:
+    """The two streams copy_through_device uses on `device`, the same ones every time: the pieces the allocator
+    keeps cached for them are then one pair per device, not one for each stream of torch's pool."""
+    index = torch.device(device).index
+    index = torch.cuda.current_device() if index is None else index
+    with _COPY_STREAMS_LOCK:
+        if index not in _COPY_STREAMS:
+            _COPY_STREAMS[index] = [torch.cuda.Stream(index) for _ in range(2)]  # type: ignore[no-untyped-call]
+        return _COPY_STREAMS[index]
