@@ -1,14 +1,16 @@
-"""Host memory registered with CUDA: a registration the driver refuses is not an error of the thread's next
-kernel (wire/pinning.py)."""
+"""Host memory registered with CUDA (wire/pinning.py): a registration the driver refuses is not an error of the
+thread's next kernel; a mapping's page tables are filled before its registration."""
 
 from __future__ import annotations
 
 import mmap
+import os
+from pathlib import Path
 
 import pytest
 import torch
 
-from kernelgrade.evaluator.wire.pinning import _runtime, address_of, register_pinned, unregister_pinned
+from kernelgrade.evaluator.wire.pinning import _runtime, address_of, prefaulted, register_pinned, unregister_pinned
 
 
 @pytest.mark.gpu
@@ -24,3 +26,34 @@ def test_a_refused_registration_leaves_no_error_for_the_next_kernel() -> None:
     finally:
         unregister_pinned(address)
         memory.close()
+
+
+def _resident_kib(address: int) -> int:
+    """The Rss of this process's mapping that starts at `address`: its pages present in the page tables."""
+    lines = iter(Path("/proc/self/smaps").read_text().splitlines())
+    for line in lines:
+        if line.split("-", 1)[0] == f"{address:x}":
+            for field in lines:
+                if field.startswith("Rss:"):
+                    return int(field.split()[1])
+    raise AssertionError("no such mapping")
+
+
+def test_a_prefaulted_mapping_has_its_page_tables_filled_and_its_contents_unchanged() -> None:
+    """What the judge's and the child's mappings of a region get before their registration: the file's pages
+    already there (the judge wrote them), a second mapping of it with none in its page tables yet."""
+    nbytes = 8 * 1024 * 1024 + 3 * mmap.PAGESIZE  # slices that do not divide it evenly
+    fd = os.memfd_create("prefault-test")
+    try:
+        os.ftruncate(fd, nbytes)
+        pattern = bytes(range(256)) * (nbytes // 256)
+        os.pwrite(fd, pattern, 0)
+        memory = mmap.mmap(fd, nbytes)
+        address = address_of(memory)
+        assert _resident_kib(address) == 0
+        assert prefaulted(address, nbytes, threads=3)
+        assert _resident_kib(address) == nbytes // 1024
+        assert memory[:] == pattern
+        memory.close()
+    finally:
+        os.close(fd)

@@ -14,12 +14,19 @@ import ctypes
 import functools
 import mmap
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
 
 # cudaHostRegisterPortable: pinned for every CUDA context of the process, not only the current device's.
 _PORTABLE = 1
+# madvise(2)'s MADV_POPULATE_WRITE (Linux 5.14): a range's page tables filled as writes would fill them, with
+# nothing written.
+_POPULATE_WRITE = 23
+# Threads that fill a mapping's page tables before it is registered (prefaulted); a slice of a few GiB each at most
+# for KernelBench's largest regions (12 GiB).
+PREFAULT_THREADS = 8
 
 
 def register_pinned(address: int, nbytes: int) -> bool:
@@ -28,6 +35,26 @@ def register_pinned(address: int, nbytes: int) -> bool:
     if refused:
         _clear_last_error()
     return not refused
+
+
+def prefaulted(address: int, nbytes: int, threads: int = PREFAULT_THREADS) -> bool:
+    """Fills the page tables of the mapping at `address` (page-aligned) from `threads` threads at once, leaving its
+    contents as they are; False where the kernel cannot (before Linux 5.14), which leaves the faults to the
+    registration. Why: cudaHostRegister puts a mapping's pages in its page tables from the one calling thread, even
+    where the file holds them already. On an H200 host a 12 GiB region given its pages by fallocate took 5.8 s to
+    register, against 0.5 s where eight threads had written its pages first (with 4 KiB pages of shared memory,
+    3 million faults)."""
+    if nbytes <= 0:
+        return True
+    step = -(-nbytes // max(1, threads) // mmap.PAGESIZE) * mmap.PAGESIZE
+    slices = [(address + start, min(step, nbytes - start)) for start in range(0, nbytes, step)]
+    libc = _libc()
+
+    def populate(piece: tuple[int, int]) -> bool:  # ctypes releases the GIL for the call
+        return int(libc.madvise(ctypes.c_void_p(piece[0]), ctypes.c_size_t(piece[1]), _POPULATE_WRITE)) == 0
+
+    with ThreadPoolExecutor(len(slices), thread_name_prefix="prefault") as executor:
+        return all(list(executor.map(populate, slices)))
 
 
 def unregister_pinned(address: int) -> None:
@@ -51,6 +78,11 @@ def _clear_last_error() -> None:
     runtime = _runtime()
     if runtime is not None:
         runtime.cudaGetLastError()
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
 
 
 @functools.cache

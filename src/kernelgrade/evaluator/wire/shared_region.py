@@ -27,7 +27,7 @@ import mmap
 import os
 
 from kernelgrade.evaluator.wire import staging
-from kernelgrade.evaluator.wire.pinning import address_of, register_pinned, unregister_pinned
+from kernelgrade.evaluator.wire.pinning import address_of, prefaulted, register_pinned, unregister_pinned
 
 # A region grows to a whole number of these steps: MiB up to 64 MiB, 64 MiB beyond. Each new size is mapped and
 # registered with CUDA again by both processes (0.04-0.1 s per GiB on an H200), and a problem's outputs vary
@@ -133,6 +133,10 @@ class SharedRegion:
         self._unmap()
         memory = mmap.mmap(self.fd, size)
         self._memory, self._address = memory, address_of(memory)
+        if self.pin:
+            # Page tables filled from several threads first, where the registration would fill them from one:
+            # the judge's file has its pages by now (populate), and the child's has the judge's.
+            prefaulted(self._address, size)
         if self.pin and not register_pinned(self._address, size):
             # Refused (a limit on locked memory): copies still work, through the driver's staging, slower.
             self.pin, self.refused = False, True
