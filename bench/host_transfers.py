@@ -6,7 +6,10 @@ behind how inputs, outputs and timing sets cross between a judge, its GPU and it
 Prints seconds and GB/s for:
 - a fresh shared region (wire/shared_region.py) given its pages: by fallocate (populate(), which holds the file's
   lock: one thread), and by touching it through a mapping, from one thread and from --threads threads at once;
-  on a GPU, registering it with CUDA, given its pages and fresh (the registration faults them in);
+  its page tables filled (pinning.prefaulted) from --threads threads; on a GPU, registering it with CUDA with
+  its pages touched, with its page tables filled, and with its pages given by fallocate alone (the registration
+  then fills the page tables, from one thread); and registering a second mapping of it, as a run child maps it,
+  with and without its page tables filled first;
 - a tensor file written, read back and removed, in --dir (the work root's file system; default: the system's
   temporary dir) and in /dev/shm where there is one; and written as parts of at most 1 GiB, several at once (as the
   judge writes its timing sets);
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import mmap
 import shutil
 import tempfile
 import time
@@ -32,7 +36,7 @@ import torch
 
 from kernelgrade.evaluator.pinned_buffers import PinnedBuffers, pool, touched
 from kernelgrade.evaluator.wire import tensorfile
-from kernelgrade.evaluator.wire.pinning import register_pinned, unregister_pinned
+from kernelgrade.evaluator.wire.pinning import address_of, prefaulted, register_pinned, unregister_pinned
 from kernelgrade.evaluator.wire.shared_region import SharedRegion
 
 SHM = Path("/dev/shm")
@@ -54,10 +58,18 @@ def _region_pages(nbytes: int, threads: int, cuda: bool) -> list[tuple[str, floa
     rows.append(("region: pages by touching, 1 thread", _timed_region(nbytes, lambda _r, v: _touch(v, 1))))
     rows.append((f"region: pages by touching, {threads} threads",
                  _timed_region(nbytes, lambda _r, v: _touch(v, threads))))
+    rows.append((f"region: page tables filled, {threads} threads",
+                 _timed_region(nbytes, lambda _r, v: _prefault(v, threads))))
     if cuda:
-        rows.append(("region: registered with CUDA, pages in place",
+        rows.append(("region: registered with CUDA, pages touched",
                      _timed_region(nbytes, lambda _r, v: _register(v), before=lambda v: _touch(v, threads))))
-        rows.append(("region: registered with CUDA, fresh", _timed_region(nbytes, lambda _r, v: _register(v))))
+        rows.append(("region: registered with CUDA, page tables filled",
+                     _timed_region(nbytes, lambda _r, v: _register(v), before=lambda v: _prefault(v, threads))))
+        rows.append(("region: registered with CUDA, pages by fallocate only",
+                     _timed_region(nbytes, lambda _r, v: _register(v))))
+        rows.append(("region: a second mapping registered (the child's)", _second_mapping(nbytes, 0)))
+        rows.append((f"region: a second mapping, page tables filled ({threads} threads) and registered",
+                     _second_mapping(nbytes, threads)))
     return rows
 
 
@@ -71,6 +83,31 @@ def _timed_region(nbytes: int, act: Callable[[SharedRegion, torch.Tensor], None]
         return _seconds(lambda: act(region, view))
     finally:
         region.close()
+
+
+def _second_mapping(nbytes: int, threads: int) -> float:
+    """Seconds to register another mapping of a region the judge has given its pages, as a run child maps it:
+    its page tables filled by `threads` threads first (none: 0), that included."""
+    region = SharedRegion.create(pin=False)
+    try:
+        region.reserve(nbytes)
+        memory = mmap.mmap(region.fd, nbytes)
+        address = address_of(memory)
+        started = time.perf_counter()
+        if threads:
+            prefaulted(address, nbytes, threads)
+        registered = register_pinned(address, nbytes)
+        seconds = time.perf_counter() - started
+        if registered:
+            unregister_pinned(address)
+        memory.close()
+        return seconds
+    finally:
+        region.close()
+
+
+def _prefault(view: torch.Tensor, threads: int) -> None:
+    prefaulted(view.data_ptr(), view.numel(), threads)
 
 
 def _touch(view: torch.Tensor, threads: int) -> None:

@@ -41,9 +41,9 @@ def prefaulted(address: int, nbytes: int, threads: int = PREFAULT_THREADS) -> bo
     """Fills the page tables of the mapping at `address` (page-aligned) from `threads` threads at once, leaving its
     contents as they are; False where the kernel cannot (before Linux 5.14), which leaves the faults to the
     registration. Why: cudaHostRegister puts a mapping's pages in its page tables from the one calling thread, even
-    where the file holds them already. On an H200 host a 12 GiB region given its pages by fallocate took 5.8 s to
-    register, against 0.5 s where eight threads had written its pages first (with 4 KiB pages of shared memory,
-    3 million faults)."""
+    where the file holds them already (3 million 4 KiB pages of shared memory for 12 GiB). On an H200 host a 12 GiB
+    region given its pages by fallocate took 4.1-5.8 s to register (three runs), against 2.0-2.3 s to fill its page
+    tables from eight threads and 0.5-0.6 s to register after that (two runs)."""
     if nbytes <= 0:
         return True
     step = -(-nbytes // max(1, threads) // mmap.PAGESIZE) * mmap.PAGESIZE
