@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from kernelgrade.evaluator.wire import pinning
 from kernelgrade.evaluator.wire.pinning import _runtime, address_of, prefaulted, register_pinned, unregister_pinned
 
 
@@ -39,9 +40,12 @@ def _resident_kib(address: int) -> int:
     raise AssertionError("no such mapping")
 
 
-def test_a_prefaulted_mapping_has_its_page_tables_filled_and_its_contents_unchanged() -> None:
-    """What the judge's and the child's mappings of a region get before their registration: the file's pages
-    already there (the judge wrote them), a second mapping of it with none in its page tables yet."""
+def test_a_prefaulted_mapping_has_its_page_tables_filled_and_its_contents_unchanged(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the judge's mapping of a region gets before its registration, here a mapping of a file whose pages are
+    there already (as fallocate leaves them) and none in its page tables yet; each thread's slice filled in
+    calls that do not divide it."""
+    monkeypatch.setattr(pinning, "PREFAULT_CALL_BYTES", 5 * mmap.PAGESIZE)
     nbytes = 8 * 1024 * 1024 + 3 * mmap.PAGESIZE  # slices that do not divide it evenly
     fd = os.memfd_create("prefault-test")
     try:
