@@ -28,8 +28,9 @@ _POPULATE_WRITE = 23
 # for KernelBench's largest regions (12 GiB).
 PREFAULT_THREADS = 8
 # Each call holds the process's memory map (for reading) until it returns, and a thread that maps or unmaps memory
-# meanwhile waits, and the faults of every thread after it with it: calls of some 20 ms each (eight threads filled
-# 12 GiB in 2.0-2.3 s on an H200 host, 16 MiB per 20 ms each), not one per slice.
+# meanwhile waits, and the faults of every thread after it with it: calls of a few milliseconds, not one per slice.
+# On an H200 host, eight threads filled a 12 GiB region's page tables in 2.0-2.3 s with one call each and in
+# 0.6-0.7 s with calls of 16 MiB.
 PREFAULT_CALL_BYTES = 16 * 1024 * 1024
 
 
@@ -46,7 +47,7 @@ def prefaulted(address: int, nbytes: int, threads: int = PREFAULT_THREADS) -> bo
     contents as they are; False where the kernel cannot (before Linux 5.14), which leaves the faults to the
     registration. Why: cudaHostRegister puts a mapping's pages in its page tables from the one calling thread, even
     where the file holds them already (3 million 4 KiB pages of shared memory for 12 GiB). On an H200 host a 12 GiB
-    region given its pages by fallocate took 4.1-5.8 s to register (three runs), against 2.0-2.3 s to fill its page
+    region given its pages by fallocate took 4.0-5.8 s to register (five runs), against 0.6-0.7 s to fill its page
     tables from eight threads and 0.5-0.6 s to register after that (two runs)."""
     if nbytes <= 0:
         return True

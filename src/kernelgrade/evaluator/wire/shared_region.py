@@ -133,12 +133,11 @@ class SharedRegion:
         self._unmap()
         memory = mmap.mmap(self.fd, size)
         self._memory, self._address = memory, address_of(memory)
-        if self.pin and self.owner:
-            # The judge's page tables filled from several threads first, where the registration would fill them
-            # from one. On an H200 host, for a 12 GiB region given its pages by fallocate: 4.1-4.4 s to register,
-            # against 2.0-2.3 s to fill and 0.5-0.6 s to register. A second mapping of it, as the child's, took
-            # 1.5-1.7 s to register either way (the rows bench/host_transfers.py now prints): the child's is left
-            # as it is.
+        if self.pin:
+            # Page tables filled from several threads first, where the registration would fill them from one.
+            # On an H200 host, for a 12 GiB region given its pages by fallocate, the judge's mapping: 4.0-4.5 s to
+            # register, against 0.6-0.7 s to fill and 0.5-0.6 s to register; a second mapping, as the child's:
+            # 1.1-1.6 s, against 0.5 s and 0.5-0.6 s (two runs each).
             prefaulted(self._address, size)
         if self.pin and not register_pinned(self._address, size):
             # Refused (a limit on locked memory): copies still work, through the driver's staging, slower.
