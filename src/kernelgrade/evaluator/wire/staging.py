@@ -137,10 +137,12 @@ def _piece_on(stream: torch.cuda.Stream, nbytes: int) -> torch.Tensor:
     stream: its copies to and from host memory (a region's outputs read back, inputs brought to the host) are
     synchronous, so none touches either end now, and waiting would put this copy behind the next trial's making,
     which another thread queues there. But torch's caching allocator hands a block freed on a stream to the next
-    allocation on that stream at once, its queued writes still to come: a piece allocated on the judge's stream
-    was written over by the making's kernels while it carried a trial's inputs, which then reached the run child
-    changed (in a mixed stream on an H200 host, KernelBench's 94_MSELoss judged input_mutated). On a stream of
-    its own a piece takes only blocks that stream freed, behind everything it queued."""
+    allocation on that stream at once, its queued writes still to come. A piece allocated on the judge's stream
+    can so be written over by the making's kernels while it carries a trial's inputs, which then reach the run
+    child changed: on an H200 host, blocks written that way on purpose changed 47 of 256 MiB copied
+    (tests/evaluator/test_tensorfile.py), and in a mixed stream there KernelBench's 94_MSELoss, its reference
+    itself, was judged input_mutated. On a stream of its own a piece takes only blocks that stream freed, behind
+    everything it queued."""
     with torch.cuda.stream(stream):
         return torch.empty(nbytes, dtype=torch.uint8, device=stream.device)
 
