@@ -15,6 +15,12 @@ namespace, which every sandbox level takes away.
 
 Printed per run: each side's seconds for each step of both ways, and whether the outputs arrived equal to the
 judge's own softmax of its inputs. Needs a CUDA GPU; prints numbers, asserts nothing.
+
+First run, on an H200 host under the unshare sandbox (bwrap was not installed there), --gib 6, two runs: both ways
+arrived equal. The child imported and mapped the two allocations in 1 ms and wrote softmax into the judge's memory
+in 35-37 ms. Through the host region: the judge took 6.0-6.6 s to reserve and register it (12 GiB) and the child
+1.3-2.0 s to map and register it; each crossing of the 6 GiB (inputs placed, to the device, outputs into the region,
+read back) took 0.12-0.15 s.
 """
 
 from __future__ import annotations
