@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import functools
 import inspect
 import math
 import mmap
@@ -40,6 +39,7 @@ from torch.overrides import TorchFunctionMode
 
 from kernelgrade.evaluator import device_cache, pinned_buffers
 from kernelgrade.evaluator.wire import staging
+from kernelgrade.evaluator.wire.pinning import libc
 
 # Below this many elements a CPU draw takes under 10 ms; a GPU draw's launch and copy would not gain.
 DEVICE_DRAW_MIN = 1 << 20
@@ -289,9 +289,5 @@ def back_with_huge_pages(tensor: torch.Tensor) -> None:
     start = -(-tensor.data_ptr() // mmap.PAGESIZE) * mmap.PAGESIZE  # the whole pages within the tensor only
     end = (tensor.data_ptr() + size) // mmap.PAGESIZE * mmap.PAGESIZE
     if advice is not None and tensor.device.type == "cpu" and end > start:
-        _libc().madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), advice)
+        libc().madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), advice)
 
-
-@functools.cache
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)

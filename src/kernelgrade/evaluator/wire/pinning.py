@@ -53,13 +53,12 @@ def prefaulted(address: int, nbytes: int, threads: int = PREFAULT_THREADS) -> bo
         return True
     step = -(-nbytes // max(1, threads) // mmap.PAGESIZE) * mmap.PAGESIZE
     slices = [(address + start, min(step, nbytes - start)) for start in range(0, nbytes, step)]
-    libc = _libc()
 
     def populate(piece: tuple[int, int]) -> bool:  # ctypes releases the GIL for each call
         start, size = piece
         for offset in range(0, size, PREFAULT_CALL_BYTES):
             length = min(PREFAULT_CALL_BYTES, size - offset)
-            if int(libc.madvise(ctypes.c_void_p(start + offset), ctypes.c_size_t(length), _POPULATE_WRITE)):
+            if int(libc().madvise(ctypes.c_void_p(start + offset), ctypes.c_size_t(length), _POPULATE_WRITE)):
                 return False
         return True
 
@@ -91,7 +90,8 @@ def _clear_last_error() -> None:
 
 
 @functools.cache
-def _libc() -> ctypes.CDLL:
+def libc() -> ctypes.CDLL:
+    """The process's C library, for the memory advice ctypes calls without the GIL (madvise)."""
     return ctypes.CDLL(None, use_errno=True)
 
 

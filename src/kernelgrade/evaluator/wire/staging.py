@@ -154,8 +154,7 @@ _COPY_STREAMS_LOCK = threading.Lock()
 def _copy_streams(device: torch.device) -> list[torch.cuda.Stream]:
     """The two streams copy_through_device uses on `device`, the same ones every time: the pieces the allocator
     keeps cached for them are then one pair per device, not one for each stream of torch's pool."""
-    index = torch.device(device).index
-    index = torch.cuda.current_device() if index is None else index
+    index = torch.cuda.current_device() if device.index is None else device.index
     with _COPY_STREAMS_LOCK:
         if index not in _COPY_STREAMS:
             _COPY_STREAMS[index] = [torch.cuda.Stream(index) for _ in range(2)]  # type: ignore[no-untyped-call]
