@@ -66,7 +66,9 @@ def trial_inputs(job: Job, reference: Reference, session: RunSession) -> TrialIn
     H200, loading and making the first trial each took about half a second per GEMM problem, and 8 s each
     for 55_Matmul_MaxPool_Sum_Scale. The session's region is then grown to hold that trial's call, still
     during the load: in a mixed stream on an H200 the growth took 1.2-1.5 s of each evaluation of a level 2
-    problem with large outputs, device idle."""
+    problem with large outputs, device idle. Starting the growth beside the first trial's making instead, at the
+    size the problem's last evaluation took, gained nothing there (KernelBench's softmax and 94_MSELoss, both
+    ways in one run): their first trial takes about 0.4 s to make, their 8-12 GiB regions 3-4 s to grow."""
     trials = trial_seeds(job.request.trials, job.secret, job.secret_seeds())
     return TrialInputs(reference, trials, first_made=lambda data: session.make_room(data.inputs, _room_after(data)))
 
