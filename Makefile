@@ -61,8 +61,10 @@ imports: setup
 
 # Test processes at once; a file's tests stay in one process, so module fixtures (a warm judge) are shared. Tests
 # marked `alone` compare timings with each other, which another test process's builds beside them can push past
-# their bands (a reference against itself within 3x): they run afterwards, in one process.
-PYTEST_WORKERS ?= 2
+# their bands (a reference against itself within 3x): they run afterwards, in one process. Three on a 2-core
+# machine: the tests wait on children, servers and brokers much of the time (a run at two used 37 of its 96
+# core-minutes), and a fresh-clone .ci/run there took 43.5 min at three against 47.9 min at two.
+PYTEST_WORKERS ?= 3
 
 pytest: setup system-deps
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not alone"
